@@ -1,0 +1,28 @@
+//! A monotonic wall clock that works natively (`std::time::Instant`) and in browsers
+//! (`performance.now()` from a window or a worker), returning seconds as f64.
+
+#[cfg(not(target_arch = "wasm32"))]
+pub fn now_seconds() -> f64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+#[cfg(target_arch = "wasm32")]
+pub fn now_seconds() -> f64 {
+    use wasm_bindgen::JsCast;
+    let global = js_sys::global();
+    let perf = if let Some(window) = global.dyn_ref::<web_sys::Window>() {
+        window.performance()
+    } else if let Some(worker) = global.dyn_ref::<web_sys::WorkerGlobalScope>() {
+        worker.performance()
+    } else {
+        None
+    };
+    match perf {
+        Some(p) => p.now() / 1000.0,
+        // Date.now() is coarse (1 ms) but always exists.
+        None => js_sys::Date::now() / 1000.0,
+    }
+}

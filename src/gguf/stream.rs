@@ -1,0 +1,188 @@
+//! Incremental GGUF parsing for downloads: push chunks as they arrive, get the header as
+//! soon as it is complete and each tensor's bytes as soon as that tensor is complete.
+//!
+//! Memory: before the header is parsed the reader buffers the prefix (bounded by
+//! `max_header_bytes`); afterwards it holds only the tensor currently being filled, so a
+//! model is never held twice. Tensors are emitted in file-offset order; padding between
+//! them and trailing bytes after the last one are skipped.
+//!
+//! Re-parsing the header on every chunk would be quadratic for small chunks, so a failed
+//! attempt is retried only once the buffer reaches the byte count the parser asked for and
+//! has grown by half since the last try; `finish` makes a final attempt. The header is thus
+//! reported at most ~1.5x its size late, and parsing stays linear overall.
+
+use super::error::GgufError;
+use super::reader::{parse_prefix, Gguf, DEFAULT_MAX_HEADER_BYTES};
+
+/// Something the stream produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// The header and tensor directory (emitted once, first).
+    Header(Box<Gguf>),
+    /// All bytes of tensor `index` (its index in [`Gguf::tensors`]).
+    Tensor { index: usize, data: Vec<u8> },
+}
+
+enum State {
+    Header { buf: Vec<u8>, retry_at: usize },
+    Data(DataState),
+    Failed(GgufError),
+}
+
+struct DataState {
+    /// (directory index, absolute offset, size) of tensors not yet complete, in reverse
+    /// offset order so the next one is `pop`ped.
+    pending: Vec<(usize, u64, u64)>,
+    /// Bytes of the tensor at the end of `pending` received so far.
+    cur: Vec<u8>,
+}
+
+/// Streaming GGUF reader. See the module docs.
+pub struct GgufStreamReader {
+    max_header: u64,
+    /// Absolute file offset of the next byte to be pushed.
+    pos: u64,
+    header: Option<Gguf>,
+    state: State,
+}
+
+impl Default for GgufStreamReader {
+    fn default() -> Self {
+        GgufStreamReader::new()
+    }
+}
+
+/// Initial capacity cap for a tensor buffer: the declared size is untrusted until the bytes
+/// actually arrive, so a hostile directory cannot make us reserve terabytes.
+const MAX_PREALLOC: u64 = 16 << 20;
+
+impl GgufStreamReader {
+    pub fn new() -> Self {
+        Self::with_max_header_bytes(DEFAULT_MAX_HEADER_BYTES)
+    }
+
+    pub fn with_max_header_bytes(max_header: u64) -> Self {
+        GgufStreamReader { max_header, pos: 0, header: None, state: State::Header { buf: Vec::new(), retry_at: 0 } }
+    }
+
+    /// The parsed header, once available.
+    pub fn header(&self) -> Option<&Gguf> {
+        self.header.as_ref()
+    }
+
+    /// Total bytes pushed so far.
+    pub fn bytes_received(&self) -> u64 {
+        self.pos
+    }
+
+    /// Feeds the next chunk of the file. After an error the reader keeps returning it.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<StreamEvent>, GgufError> {
+        let mut events = Vec::new();
+        let result = self.push_inner(chunk, &mut events, false);
+        self.fail_on(result).map(|()| events)
+    }
+
+    /// Ends the stream: emits anything still pending and fails with `Truncated` if the header
+    /// or any tensor is incomplete.
+    pub fn finish(mut self) -> Result<Vec<StreamEvent>, GgufError> {
+        let mut events = Vec::new();
+        self.push_inner(&[], &mut events, true)?;
+        match &self.state {
+            State::Data(d) => match d.pending.last() {
+                None => Ok(events),
+                Some(&(_, offset, size)) => Err(GgufError::Truncated {
+                    offset: self.pos,
+                    what: "tensor data",
+                    needed: (offset + size).saturating_sub(self.pos),
+                    available: 0,
+                }),
+            },
+            State::Failed(e) => Err(e.clone()),
+            // push_inner with `last` never leaves the header state without an error.
+            State::Header { buf, .. } => Err(GgufError::Truncated { offset: buf.len() as u64, what: "header", needed: 1, available: 0 }),
+        }
+    }
+
+    fn fail_on(&mut self, r: Result<(), GgufError>) -> Result<(), GgufError> {
+        if let Err(e) = &r {
+            self.state = State::Failed(e.clone());
+        }
+        r
+    }
+
+    fn push_inner(&mut self, chunk: &[u8], events: &mut Vec<StreamEvent>, last: bool) -> Result<(), GgufError> {
+        match &mut self.state {
+            State::Failed(e) => Err(e.clone()),
+            State::Data(d) => {
+                d.feed(&mut self.pos, chunk, events);
+                Ok(())
+            }
+            State::Header { buf, retry_at } => {
+                buf.extend_from_slice(chunk);
+                self.pos += chunk.len() as u64;
+                if buf.len() < *retry_at && !last {
+                    return Ok(());
+                }
+                let gguf = match parse_prefix(buf, self.max_header)? {
+                    Ok(g) => g,
+                    Err(_) if last => {
+                        // Report the precise truncation a whole-file parse would.
+                        Gguf::parse(buf)?;
+                        return Err(GgufError::Truncated { offset: buf.len() as u64, what: "header", needed: 1, available: 0 });
+                    }
+                    Err(needed_end) => {
+                        let grown = buf.len().saturating_add(buf.len() / 2);
+                        *retry_at = usize::try_from(needed_end).unwrap_or(usize::MAX).max(grown);
+                        return Ok(());
+                    }
+                };
+                let buf = std::mem::take(buf);
+                let mut pending: Vec<(usize, u64, u64)> = gguf
+                    .tensors_by_offset()
+                    .into_iter()
+                    .map(|i| (i, gguf.tensors()[i].offset, gguf.tensors()[i].size_bytes))
+                    .collect();
+                pending.reverse();
+                events.push(StreamEvent::Header(Box::new(gguf.clone())));
+                self.header = Some(gguf);
+                let mut d = DataState { pending, cur: Vec::new() };
+                self.pos = 0;
+                d.feed(&mut self.pos, &buf, events);
+                self.state = State::Data(d);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl DataState {
+    /// Consumes `bytes`, which start at absolute offset `*pos`.
+    fn feed(&mut self, pos: &mut u64, mut bytes: &[u8], events: &mut Vec<StreamEvent>) {
+        while let Some(&(index, offset, size)) = self.pending.last() {
+            if bytes.is_empty() {
+                break;
+            }
+            // Skip padding (or the header) before the tensor starts.
+            if *pos < offset {
+                let skip = (offset - *pos).min(bytes.len() as u64);
+                bytes = &bytes[skip as usize..];
+                *pos += skip;
+                continue;
+            }
+            if self.cur.capacity() == 0 {
+                self.cur.reserve_exact(size.min(MAX_PREALLOC) as usize);
+            }
+            let want = size - self.cur.len() as u64;
+            let n = want.min(bytes.len() as u64) as usize;
+            self.cur.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            *pos += n as u64;
+            if self.cur.len() as u64 == size {
+                self.pending.pop();
+                events.push(StreamEvent::Tensor { index, data: std::mem::take(&mut self.cur) });
+            }
+        }
+        // Trailing bytes after the last tensor are ignored.
+        *pos += bytes.len() as u64;
+    }
+}

@@ -1,0 +1,123 @@
+//! Adapter and device acquisition.
+//!
+//! We ask the adapter for *its* limits (not the WebGPU defaults): model fit is decided by
+//! maxStorageBufferBindingSize and friends, and the defaults (128 MiB binding) would refuse
+//! models the hardware can hold. Optional features (shader-f16, subgroups, timestamp-query) are
+//! requested only when the adapter has them; kernels pick their variant at run time.
+
+use crate::error::{FuselmError, Result};
+
+/// Features we use when present; none is required.
+pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::TIMESTAMP_QUERY);
+
+fn instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = if cfg!(target_arch = "wasm32") {
+        wgpu::Backends::BROWSER_WEBGPU
+    } else {
+        wgpu::Backends::PRIMARY
+    };
+    wgpu::Instance::new(desc)
+}
+
+/// Finds the high-performance adapter, or explains why there is none.
+pub async fn request_adapter() -> Result<wgpu::Adapter> {
+    #[cfg(target_arch = "wasm32")]
+    if !wgpu::util::is_browser_webgpu_supported().await {
+        return Err(FuselmError::WebGpuUnavailable {
+            reason: "navigator.gpu is missing: this browser or context has no WebGPU \
+                     (needs a secure context and a WebGPU-capable browser)"
+                .into(),
+        });
+    }
+    let instance = instance();
+    let options = wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..Default::default()
+    };
+    instance
+        .request_adapter(&options)
+        .await
+        .map_err(|e| FuselmError::NoAdapter {
+            reason: e.to_string(),
+        })
+}
+
+/// An adapter with its device and queue, plus what we learned about them.
+pub struct GpuContext {
+    pub adapter: wgpu::Adapter,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+}
+
+impl GpuContext {
+    /// Requests the best adapter and a device with its full limits and our optional features.
+    pub async fn new() -> Result<Self> {
+        Self::from_adapter(request_adapter().await?).await
+    }
+
+    pub async fn from_adapter(adapter: wgpu::Adapter) -> Result<Self> {
+        let features = adapter.features() & OPTIONAL_FEATURES;
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("fuselm"),
+            required_features: features,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        };
+        let (device, queue) =
+            adapter
+                .request_device(&desc)
+                .await
+                .map_err(|e| FuselmError::DeviceRequest {
+                    reason: e.to_string(),
+                })?;
+        let info = adapter.get_info();
+        Ok(Self {
+            adapter,
+            device,
+            queue,
+            info,
+        })
+    }
+
+    pub fn has(&self, feature: wgpu::Features) -> bool {
+        self.device.features().contains(feature)
+    }
+
+    /// Compiles a WGSL module. Validation errors are caught as a typed error instead of
+    /// wgpu's default behaviour (a panic natively, a console error in browsers).
+    pub async fn shader(&self, label: &str, source: &str) -> Result<wgpu::ShaderModule> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        match scope.pop().await {
+            Some(e) => Err(FuselmError::Gpu(format!("shader {label}: {e}"))),
+            None => Ok(module),
+        }
+    }
+
+    /// A compute pipeline with an automatic layout for `entry` in `module`.
+    pub fn pipeline(
+        &self,
+        label: &str,
+        module: &wgpu::ShaderModule,
+        entry: &str,
+    ) -> wgpu::ComputePipeline {
+        self.device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+    }
+}

@@ -1,0 +1,10 @@
+//! GPU plumbing shared by every kernel: adapter/device acquisition, buffer readback, waiting.
+
+mod context;
+mod readback;
+mod sync;
+
+pub use context::{request_adapter, GpuContext, OPTIONAL_FEATURES};
+pub(crate) use readback::map_read;
+pub use readback::read_buffer;
+pub use sync::wait_idle;

@@ -1,0 +1,52 @@
+//! Reading GPU buffers back to the host, the same way natively and in browsers.
+//!
+//! Natively `device.poll(wait)` drives the map callback; in a browser the callback fires from the
+//! event loop, so we await a oneshot channel either way.
+
+use crate::error::{FuselmError, Result};
+
+/// Copies `size` bytes at `offset` of `src` (which needs COPY_SRC) into a staging buffer and
+/// returns them. `offset` and `size` must be multiples of 4.
+pub async fn read_buffer(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    src: &wgpu::Buffer,
+    offset: u64,
+    size: u64,
+) -> Result<Vec<u8>> {
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("fuselm readback"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(src, offset, &staging, 0, size);
+    queue.submit([encoder.finish()]);
+    map_read(device, &staging).await?;
+    let bytes = staging
+        .get_mapped_range(..)
+        .map_err(|e| FuselmError::Gpu(format!("readback: {e}")))?
+        .to_vec();
+    staging.unmap();
+    Ok(bytes)
+}
+
+/// Maps a MAP_READ buffer and waits until the map completes (or fails).
+pub(crate) async fn map_read(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<()> {
+    let (tx, rx) = futures_channel::oneshot::channel();
+    buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| FuselmError::Gpu(format!("poll: {e}")))?;
+    #[cfg(target_arch = "wasm32")]
+    let _ = device;
+    match rx.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(FuselmError::Gpu(format!("buffer map failed: {e}"))),
+        Err(_) => Err(FuselmError::Gpu("buffer map callback dropped (device lost?)".into())),
+    }
+}

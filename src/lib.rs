@@ -1,0 +1,17 @@
+//! fuselm: fused LLM text generation on the user's GPU, through WebGPU in browsers and wgpu
+//! (Vulkan/Metal/DX12) natively.
+//!
+//! The native core (everything but [`web`]) has no wasm-bindgen; the JS facade in `web` is
+//! compiled only for wasm32. See ARCHITECTURE.md for the map.
+
+pub mod clock;
+pub mod error;
+pub mod gpu;
+pub mod probe;
+pub mod shaders;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;
+
+pub use error::{FuselmError, Result};
+pub use probe::{probe, probe_adapter, AdapterReport, ProbeOptions};

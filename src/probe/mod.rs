@@ -1,0 +1,50 @@
+//! `probe()`: what the user's GPU adapter can do, before any model is downloaded.
+//!
+//! The report lists identity, features and the limits that decide model fit (next to the WebGPU
+//! defaults), derives the answers a user needs (largest tensor, f16/subgroup kernels, largest
+//! dimension a single-workgroup kernel keeps resident) and, on request, measures the dispatch,
+//! round-trip and bandwidth costs fuselm's fused design is built around.
+
+mod bench;
+mod describe;
+mod report;
+mod timer;
+#[cfg(target_arch = "wasm32")]
+mod web_info;
+
+pub use describe::{feature_names, RESERVED_BINDINGS};
+pub use report::*;
+
+use crate::error::Result;
+use crate::gpu::{request_adapter, GpuContext};
+
+/// Probes the default (high-performance) adapter.
+pub async fn probe(options: &ProbeOptions) -> Result<AdapterReport> {
+    let adapter = request_adapter().await?;
+    probe_adapter(adapter, options).await
+}
+
+/// Probes a given adapter. A device is created only when benchmarks are asked for.
+pub async fn probe_adapter(adapter: wgpu::Adapter, options: &ProbeOptions) -> Result<AdapterReport> {
+    let info = adapter.get_info();
+    #[cfg(target_arch = "wasm32")]
+    let web = web_info::adapter_info().await;
+    #[cfg(not(target_arch = "wasm32"))]
+    let web = None;
+    let features = describe::features(adapter.features(), &info);
+    let limits = report::AdapterLimits::from(&adapter.limits());
+    let fit = describe::fit(&limits, &features);
+    let mut report = AdapterReport {
+        adapter: describe::identity(&info, web),
+        features,
+        limits,
+        webgpu_defaults: describe::webgpu_defaults(),
+        fit,
+        bench: None,
+    };
+    if options.bench.unwrap_or(false) {
+        let ctx = GpuContext::from_adapter(adapter).await?;
+        report.bench = Some(bench::run(&ctx, options).await?);
+    }
+    Ok(report)
+}
