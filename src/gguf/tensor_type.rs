@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 /// A tensor element type this crate can dequantize. Discriminants are ggml's type ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[repr(u32)]
+#[allow(non_camel_case_types)] // ggml's names (Q4_K) are what users search for
 pub enum GgmlType {
     F32 = 0,
     F16 = 1,
@@ -88,7 +89,7 @@ pub(crate) fn layout(type_id: u32) -> Option<(u64, u64)> {
         6 => (32, 22),     // Q5_0
         7 => (32, 24),     // Q5_1
         8 => (32, 34),     // Q8_0: f16 d + 32 i8
-        9 => (32, 36),     // Q8_1
+        9 => (32, 36),     // Q8_1 (current ggml: f16 d, f16 s; old gguf-py says 40, never stored in files)
         10 => (256, 84),   // Q2_K
         11 => (256, 110),  // Q3_K
         12 => (256, 144),  // Q4_K: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes
@@ -113,19 +114,21 @@ pub(crate) fn layout(type_id: u32) -> Option<(u64, u64)> {
         34 => (256, 54),   // TQ1_0
         35 => (256, 66),   // TQ2_0
         39 => (32, 17),    // MXFP4
+        40 => (64, 36),    // NVFP4
+        41 => (128, 18),   // Q1_0
         _ => return None,
     })
 }
 
 /// ggml's type name for an id with a known layout.
 pub fn type_name(type_id: u32) -> Option<&'static str> {
-    const NAMES: [(u32, &str); 32] = [
+    const NAMES: [(u32, &str); 34] = [
         (0, "F32"), (1, "F16"), (2, "Q4_0"), (3, "Q4_1"), (6, "Q5_0"), (7, "Q5_1"),
         (8, "Q8_0"), (9, "Q8_1"), (10, "Q2_K"), (11, "Q3_K"), (12, "Q4_K"), (13, "Q5_K"),
         (14, "Q6_K"), (15, "Q8_K"), (16, "IQ2_XXS"), (17, "IQ2_XS"), (18, "IQ3_XXS"),
         (19, "IQ1_S"), (20, "IQ4_NL"), (21, "IQ3_S"), (22, "IQ2_S"), (23, "IQ4_XS"),
         (24, "I8"), (25, "I16"), (26, "I32"), (27, "I64"), (28, "F64"), (29, "IQ1_M"),
-        (30, "BF16"), (34, "TQ1_0"), (35, "TQ2_0"), (39, "MXFP4"),
+        (30, "BF16"), (34, "TQ1_0"), (35, "TQ2_0"), (39, "MXFP4"), (40, "NVFP4"), (41, "Q1_0"),
     ];
     NAMES.iter().find(|(id, _)| *id == type_id).map(|(_, n)| *n)
 }

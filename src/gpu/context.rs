@@ -12,18 +12,20 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::TIMESTAMP_QUERY);
 
-fn instance() -> wgpu::Instance {
-    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = if cfg!(target_arch = "wasm32") {
-        wgpu::Backends::BROWSER_WEBGPU
-    } else {
-        wgpu::Backends::PRIMARY
-    };
-    wgpu::Instance::new(desc)
-}
+/// The backends fuselm uses: the browser's WebGPU on wasm32, Vulkan/Metal/DX12 natively.
+pub const BACKENDS: wgpu::Backends = if cfg!(target_arch = "wasm32") {
+    wgpu::Backends::BROWSER_WEBGPU
+} else {
+    wgpu::Backends::PRIMARY
+};
 
 /// Finds the high-performance adapter, or explains why there is none.
 pub async fn request_adapter() -> Result<wgpu::Adapter> {
+    request_adapter_with(BACKENDS).await
+}
+
+/// [`request_adapter`] restricted to `backends` (tests use an empty set to see the error path).
+pub async fn request_adapter_with(backends: wgpu::Backends) -> Result<wgpu::Adapter> {
     #[cfg(target_arch = "wasm32")]
     if !wgpu::util::is_browser_webgpu_supported().await {
         return Err(FuselmError::WebGpuUnavailable {
@@ -32,7 +34,9 @@ pub async fn request_adapter() -> Result<wgpu::Adapter> {
                 .into(),
         });
     }
-    let instance = instance();
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    let instance = wgpu::Instance::new(desc);
     let options = wgpu::RequestAdapterOptions {
         power_preference: wgpu::PowerPreference::HighPerformance,
         ..Default::default()

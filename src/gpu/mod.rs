@@ -4,7 +4,7 @@ mod context;
 mod readback;
 mod sync;
 
-pub use context::{request_adapter, GpuContext, OPTIONAL_FEATURES};
+pub use context::{request_adapter, request_adapter_with, GpuContext, BACKENDS, OPTIONAL_FEATURES};
 pub(crate) use readback::map_read;
 pub use readback::read_buffer;
 pub use sync::wait_idle;

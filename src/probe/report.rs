@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// What to probe. Every field is optional.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(from_wasm_abi))]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct ProbeOptions {
     /// Run the micro-benchmarks (dispatch cost, round trip, read bandwidth). Takes ~1 s on a GPU,
     /// longer on software adapters. Default: false.
@@ -28,7 +28,7 @@ pub struct ProbeOptions {
 /// Everything fuselm knows about the user's GPU adapter.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify), tsify(into_wasm_abi))]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct AdapterReport {
     pub adapter: AdapterIdentity,
     pub features: FeatureReport,

@@ -28,7 +28,7 @@ impl BpeModel {
         for (rank, line) in merges.iter().enumerate() {
             // llama.cpp splits at the first space after the first byte, so a merge whose
             // left side is a lone space still parses; a line without one is skipped.
-            let Some(pos) = line.get(1..).and_then(|rest| rest.find(' ')).map(|p| p + 1) else {
+            let Some(pos) = line.bytes().skip(1).position(|b| b == b' ').map(|p| p + 1) else {
                 continue;
             };
             let (left, right) = (&line[..pos], &line[pos + 1..]);

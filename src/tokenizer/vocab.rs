@@ -164,10 +164,12 @@ impl Vocab {
         let in_range = |id: Option<u32>| id.filter(|&i| (i as usize) < n);
         let pick = |meta: Option<u32>, default: Option<u32>| in_range(meta).or(in_range(default));
         let find = |list: &[&str]| list.iter().find_map(|t| to_id.get(*t).copied());
+        let eot = in_range(spec.eot).or_else(|| find(EOT_TEXTS));
+        let eom = in_range(spec.eom).or_else(|| find(&["<|eom_id|>"]));
         let mut vocab = Vocab {
             bos: pick(spec.bos, default_bos),
             eos: pick(spec.eos, default_eos),
-            eot: in_range(spec.eot).or_else(|| find(EOT_TEXTS)),
+            eot,
             unk: pick(spec.unk, default_unk),
             pad: in_range(spec.pad),
             texts: spec.tokens.clone(),
@@ -176,7 +178,7 @@ impl Vocab {
             to_id,
             eog: Vec::new(),
         };
-        vocab.build_eog(in_range(spec.eom).or_else(|| find(&["<|eom_id|>"])));
+        vocab.build_eog(eom);
         Ok(vocab)
     }
 

@@ -1,0 +1,124 @@
+//! Renders a model's chat template (`tokenizer.chat_template`, Jinja) into the prompt
+//! text, the way Hugging Face's `apply_chat_template` does: a Jinja environment with
+//! `trim_blocks` and `lstrip_blocks` on, Python string/dict methods (`.strip()`,
+//! `.items()`, ... via minijinja-contrib's pycompat), `raise_exception(msg)`, and the
+//! variables `messages`, `add_generation_prompt`, `bos_token`, `eos_token`.
+//!
+//! Rendering never panics: a template with a syntax error fails in [`ChatTemplate::new`],
+//! one that raises or errors at run time fails in [`ChatTemplate::render`], both as a
+//! typed [`TemplateError`].
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::Value;
+use minijinja::{context, Environment, ErrorKind};
+use serde::{Deserialize, Serialize};
+
+/// One chat turn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// "system", "user" or "assistant" (templates may accept others).
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
+        ChatMessage { role: role.into(), content: content.into() }
+    }
+}
+
+/// Why a chat template could not be compiled or rendered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// The template source is not valid Jinja.
+    #[error("chat template syntax error: {0}")]
+    Syntax(String),
+    /// The template called `raise_exception(message)`, e.g. on an unsupported role.
+    #[error("chat template raised: {0}")]
+    Raised(String),
+    /// Any other failure while rendering (unknown filter, bad operation, ...).
+    #[error("chat template render error: {0}")]
+    Render(String),
+}
+
+/// The message of a `raise_exception` call, carried as the source of minijinja's error
+/// so that render can tell it apart from template bugs.
+#[derive(Debug)]
+struct Raised(String);
+
+impl std::fmt::Display for Raised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Raised {}
+
+const NAME: &str = "chat_template";
+
+/// A compiled chat template.
+#[derive(Debug)]
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    bos_token: String,
+    eos_token: String,
+}
+
+impl ChatTemplate {
+    /// Compiles `source`. `bos_token`/`eos_token` are the token texts (e.g. from
+    /// `Tokenizer::bos_text`), exposed to the template as in Hugging Face.
+    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, TemplateError> {
+        let mut env = Environment::new();
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(|e| TemplateError::Syntax(e.to_string()))?;
+        env.set_syntax(syntax);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |msg: String| -> Result<Value, minijinja::Error> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg.clone()).with_source(Raised(msg)))
+        });
+        env.add_template_owned(NAME, source.to_string()).map_err(|e| TemplateError::Syntax(describe(&e)))?;
+        Ok(ChatTemplate { env, bos_token: bos_token.to_string(), eos_token: eos_token.to_string() })
+    }
+
+    /// Renders the prompt for `messages`; `add_generation_prompt` appends the opening of
+    /// the assistant's turn.
+    pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String, TemplateError> {
+        let template = self.env.get_template(NAME).map_err(|e| TemplateError::Render(describe(&e)))?;
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|m| context! { role => m.role.as_str(), content => m.content.as_str() })
+            .collect();
+        let ctx = context! {
+            messages => messages,
+            add_generation_prompt => add_generation_prompt,
+            bos_token => self.bos_token.as_str(),
+            eos_token => self.eos_token.as_str(),
+        };
+        template.render(ctx).map_err(|e| match raised_message(&e) {
+            Some(msg) => TemplateError::Raised(msg),
+            None => TemplateError::Render(describe(&e)),
+        })
+    }
+}
+
+/// The `raise_exception` message anywhere in the error's source chain.
+fn raised_message(err: &minijinja::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(r) = e.downcast_ref::<Raised>() {
+            return Some(r.0.clone());
+        }
+        source = e.source();
+    }
+    None
+}
+
+/// The error with its line, when minijinja knows it.
+fn describe(err: &minijinja::Error) -> String {
+    match err.line() {
+        Some(line) => format!("{err} (line {line})"),
+        None => err.to_string(),
+    }
+}

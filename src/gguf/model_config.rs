@@ -1,0 +1,264 @@
+//! Model description of a llama-family GGUF (llama, qwen2) from its metadata, validated
+//! against the tensor directory so that a loader can trust every shape it reads.
+//!
+//! Key names and defaults follow llama.cpp (`llama-model.cpp` / `llama-arch.cpp`): keys are
+//! prefixed with the architecture, e.g. `llama.block_count`.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::GgufError;
+use super::reader::Gguf;
+
+/// How rotary embeddings pair dimensions (llama.cpp `llama_model_rope_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RopeStyle {
+    /// Adjacent pairs (x[2i], x[2i+1]); llama.
+    Norm,
+    /// Halves (x[i], x[i + d/2]); qwen2 (GPT-NeoX style).
+    NeoX,
+}
+
+/// RoPE context scaling declared in the metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RopeScaling {
+    /// `{arch}.rope.scaling.type` ("linear", "yarn", ...); "linear" if absent, as llama.cpp.
+    pub kind: String,
+    /// `{arch}.rope.scaling.factor` (or legacy `{arch}.rope.scale_linear`).
+    pub factor: f32,
+    pub original_context_length: Option<u32>,
+}
+
+/// Hyper-parameters and layout facts of a llama-family model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    pub arch: String,
+    pub n_layers: u32,
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub head_dim: u32,
+    pub rope_freq_base: f32,
+    pub rope_dims: u32,
+    pub rope_style: RopeStyle,
+    pub rope_scaling: Option<RopeScaling>,
+    pub rms_eps: f32,
+    pub context_length: u32,
+    pub vocab_size: u32,
+    /// No `output.weight`: the LM head reuses `token_embd.weight`.
+    pub tied_output: bool,
+    /// Every layer has `attn_q.bias`, `attn_k.bias`, `attn_v.bias` (always for qwen2).
+    pub qkv_bias: bool,
+    /// Every layer has `attn_output.bias` (optional in llama).
+    pub attn_output_bias: bool,
+    /// A `rope_freqs.weight` tensor (llama 3.1 frequency factors, `[rope_dims / 2]`) exists.
+    pub rope_freqs: bool,
+}
+
+/// Per-layer tensor suffixes, in the order a loader typically wants them.
+pub const LAYER_TENSORS: [&str; 9] = [
+    "attn_norm.weight",
+    "attn_q.weight",
+    "attn_k.weight",
+    "attn_v.weight",
+    "attn_output.weight",
+    "ffn_norm.weight",
+    "ffn_gate.weight",
+    "ffn_up.weight",
+    "ffn_down.weight",
+];
+
+/// Full name of a per-layer tensor, e.g. `layer_tensor(3, "attn_q.weight")`.
+pub fn layer_tensor(layer: u32, suffix: &str) -> String {
+    format!("blk.{layer}.{suffix}")
+}
+
+fn invalid(key: &str, reason: impl Into<String>) -> GgufError {
+    GgufError::InvalidValue { key: key.to_string(), reason: reason.into() }
+}
+
+fn positive(g: &Gguf, key: &str) -> Result<u32, GgufError> {
+    let v = g.metadata().get_u32(key)?;
+    if v == 0 {
+        return Err(invalid(key, "must be positive"));
+    }
+    Ok(v)
+}
+
+fn positive_f32(key: &str, v: f32) -> Result<f32, GgufError> {
+    if !(v.is_finite() && v > 0.0) {
+        return Err(invalid(key, format!("{v} is not a positive finite number")));
+    }
+    Ok(v)
+}
+
+impl ModelConfig {
+    /// Reads and validates the model description; see the module docs.
+    pub fn from_gguf(g: &Gguf) -> Result<ModelConfig, GgufError> {
+        let md = g.metadata();
+        let arch = md.get_str("general.architecture")?.to_string();
+        let rope_style = match arch.as_str() {
+            "llama" => RopeStyle::Norm,
+            "qwen2" => RopeStyle::NeoX,
+            _ => return Err(GgufError::UnsupportedArchitecture { arch }),
+        };
+        let k = |s: &str| format!("{arch}.{s}");
+
+        let n_layers = positive(g, &k("block_count"))?;
+        let n_embd = positive(g, &k("embedding_length"))?;
+        let n_ff = positive(g, &k("feed_forward_length"))?;
+        let n_head = positive(g, &k("attention.head_count"))?;
+        let n_head_kv = match md.opt(&k("attention.head_count_kv"), |m, key| m.get_u32(key))? {
+            None => n_head,
+            Some(0) => return Err(invalid(&k("attention.head_count_kv"), "must be positive")),
+            Some(v) => v,
+        };
+        if n_head % n_head_kv != 0 {
+            return Err(invalid(
+                &k("attention.head_count_kv"),
+                format!("{n_head} query heads are not a multiple of {n_head_kv} kv heads"),
+            ));
+        }
+        let head_dim = match md.opt(&k("attention.key_length"), |m, key| m.get_u32(key))? {
+            Some(0) => return Err(invalid(&k("attention.key_length"), "must be positive")),
+            Some(v) => v,
+            None if n_embd % n_head != 0 => {
+                return Err(invalid(
+                    &k("attention.head_count"),
+                    format!("embedding length {n_embd} is not divisible by {n_head} heads"),
+                ));
+            }
+            None => n_embd / n_head,
+        };
+        if let Some(v) = md.opt(&k("attention.value_length"), |m, key| m.get_u32(key))? {
+            if v != head_dim {
+                return Err(invalid(&k("attention.value_length"), format!("{v} differs from key length {head_dim}")));
+            }
+        }
+        let rope_freq_base = match md.opt(&k("rope.freq_base"), |m, key| m.get_f32(key))? {
+            Some(v) => positive_f32(&k("rope.freq_base"), v)?,
+            None => 10_000.0,
+        };
+        let rope_dims = md.opt(&k("rope.dimension_count"), |m, key| m.get_u32(key))?.unwrap_or(head_dim);
+        if rope_dims == 0 || rope_dims > head_dim || rope_dims % 2 != 0 {
+            return Err(invalid(&k("rope.dimension_count"), format!("{rope_dims} must be even and in 2..={head_dim}")));
+        }
+        let rms_key = k("attention.layer_norm_rms_epsilon");
+        let rms_eps = positive_f32(&rms_key, md.get_f32(&rms_key)?)?;
+        let context_length = positive(g, &k("context_length"))?;
+        let rope_scaling = read_rope_scaling(g, &arch)?;
+
+        let embd = g.tensor("token_embd.weight").ok_or_else(|| GgufError::MissingTensor { name: "token_embd.weight".into() })?;
+        let vocab_size = match md.get("tokenizer.ggml.tokens") {
+            Some(_) => md.get_str_array("tokenizer.ggml.tokens")?.len() as u64,
+            None => embd.dims.get(1).copied().unwrap_or(0),
+        };
+        let vocab_size = u32::try_from(vocab_size)
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| invalid("tokenizer.ggml.tokens", format!("vocabulary size {vocab_size} is not in 1..2^32")))?;
+
+        let layer_has = |suffix: &str| g.tensor(&layer_tensor(0, suffix)).is_some();
+        let mut cfg = ModelConfig {
+            rope_style,
+            n_layers,
+            n_embd,
+            n_ff,
+            n_head,
+            n_head_kv,
+            head_dim,
+            rope_freq_base,
+            rope_dims,
+            rope_scaling,
+            rms_eps,
+            context_length,
+            vocab_size,
+            tied_output: g.tensor("output.weight").is_none(),
+            qkv_bias: arch == "qwen2" || layer_has("attn_q.bias"),
+            attn_output_bias: layer_has("attn_output.bias"),
+            rope_freqs: g.tensor("rope_freqs.weight").is_some(),
+            arch,
+        };
+        cfg.qkv_bias |= layer_has("attn_k.bias") || layer_has("attn_v.bias");
+        cfg.validate_tensors(g)?;
+        Ok(cfg)
+    }
+
+    /// Every tensor the model needs with its expected ggml dims, in load order.
+    pub fn expected_tensors(&self) -> Vec<(String, Vec<u64>)> {
+        let (e, ff, v) = (u64::from(self.n_embd), u64::from(self.n_ff), u64::from(self.vocab_size));
+        let q = u64::from(self.n_head) * u64::from(self.head_dim);
+        let kv = u64::from(self.n_head_kv) * u64::from(self.head_dim);
+        let mut out = vec![("token_embd.weight".to_string(), vec![e, v])];
+        if self.rope_freqs {
+            out.push(("rope_freqs.weight".into(), vec![u64::from(self.rope_dims / 2)]));
+        }
+        for i in 0..self.n_layers {
+            let shapes: [(&str, Vec<u64>); 9] = [
+                ("attn_norm.weight", vec![e]),
+                ("attn_q.weight", vec![e, q]),
+                ("attn_k.weight", vec![e, kv]),
+                ("attn_v.weight", vec![e, kv]),
+                ("attn_output.weight", vec![q, e]),
+                ("ffn_norm.weight", vec![e]),
+                ("ffn_gate.weight", vec![e, ff]),
+                ("ffn_up.weight", vec![e, ff]),
+                ("ffn_down.weight", vec![ff, e]),
+            ];
+            out.extend(shapes.into_iter().map(|(s, d)| (layer_tensor(i, s), d)));
+            if self.qkv_bias {
+                out.push((layer_tensor(i, "attn_q.bias"), vec![q]));
+                out.push((layer_tensor(i, "attn_k.bias"), vec![kv]));
+                out.push((layer_tensor(i, "attn_v.bias"), vec![kv]));
+            }
+            if self.attn_output_bias {
+                out.push((layer_tensor(i, "attn_output.bias"), vec![e]));
+            }
+        }
+        out.push(("output_norm.weight".into(), vec![e]));
+        if !self.tied_output {
+            out.push(("output.weight".into(), vec![e, v]));
+        }
+        out
+    }
+
+    /// Checks presence, shape and dequantizability of every expected tensor.
+    fn validate_tensors(&self, g: &Gguf) -> Result<(), GgufError> {
+        for (name, expected) in self.expected_tensors() {
+            let t = g.tensor(&name).ok_or_else(|| GgufError::MissingTensor { name: name.clone() })?;
+            // ggml drops trailing 1-dims in some writers; compare with them stripped.
+            let mut found = t.dims.clone();
+            while found.len() > expected.len() && found.last() == Some(&1) {
+                found.pop();
+            }
+            if found != expected {
+                return Err(GgufError::TensorShape { name, expected, found: t.dims.clone() });
+            }
+            t.ggml_type()?;
+        }
+        Ok(())
+    }
+}
+
+fn read_rope_scaling(g: &Gguf, arch: &str) -> Result<Option<RopeScaling>, GgufError> {
+    let md = g.metadata();
+    let k = |s: &str| format!("{arch}.{s}");
+    let factor = match md.opt(&k("rope.scaling.factor"), |m, key| m.get_f32(key))? {
+        Some(f) => Some(f),
+        None => md.opt(&k("rope.scale_linear"), |m, key| m.get_f32(key))?,
+    };
+    let kind = md.opt(&k("rope.scaling.type"), |m, key| m.get_str(key).map(str::to_string))?;
+    let original_context_length = md.opt(&k("rope.scaling.original_context_length"), |m, key| m.get_u32(key))?;
+    if kind.as_deref() == Some("none") {
+        return Ok(None);
+    }
+    match factor {
+        // llama.cpp treats 0 as "unset"; 1 is the identity.
+        None | Some(0.0) | Some(1.0) if kind.is_none() => Ok(None),
+        f => {
+            let factor = f.unwrap_or(1.0);
+            positive_f32(&k("rope.scaling.factor"), factor)?;
+            Ok(Some(RopeScaling { kind: kind.unwrap_or_else(|| "linear".into()), factor, original_context_length }))
+        }
+    }
+}
