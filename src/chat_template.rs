@@ -23,7 +23,10 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
-        ChatMessage { role: role.into(), content: content.into() }
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+        }
     }
 }
 
@@ -66,7 +69,11 @@ pub struct ChatTemplate {
 impl ChatTemplate {
     /// Compiles `source`. `bos_token`/`eos_token` are the token texts (e.g. from
     /// `Tokenizer::bos_text`), exposed to the template as in Hugging Face.
-    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, TemplateError> {
+    pub fn new(
+        source: &str,
+        bos_token: &str,
+        eos_token: &str,
+    ) -> Result<ChatTemplate, TemplateError> {
         let mut env = Environment::new();
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
@@ -75,17 +82,35 @@ impl ChatTemplate {
             .map_err(|e| TemplateError::Syntax(e.to_string()))?;
         env.set_syntax(syntax);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", |msg: String| -> Result<Value, minijinja::Error> {
-            Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg.clone()).with_source(Raised(msg)))
-        });
-        env.add_template_owned(NAME, source.to_string()).map_err(|e| TemplateError::Syntax(describe(&e)))?;
-        Ok(ChatTemplate { env, bos_token: bos_token.to_string(), eos_token: eos_token.to_string() })
+        env.add_function(
+            "raise_exception",
+            |msg: String| -> Result<Value, minijinja::Error> {
+                Err(
+                    minijinja::Error::new(ErrorKind::InvalidOperation, msg.clone())
+                        .with_source(Raised(msg)),
+                )
+            },
+        );
+        env.add_template_owned(NAME, source.to_string())
+            .map_err(|e| TemplateError::Syntax(describe(&e)))?;
+        Ok(ChatTemplate {
+            env,
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+        })
     }
 
     /// Renders the prompt for `messages`; `add_generation_prompt` appends the opening of
     /// the assistant's turn.
-    pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String, TemplateError> {
-        let template = self.env.get_template(NAME).map_err(|e| TemplateError::Render(describe(&e)))?;
+    pub fn render(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
+        let template = self
+            .env
+            .get_template(NAME)
+            .map_err(|e| TemplateError::Render(describe(&e)))?;
         let messages: Vec<Value> = messages
             .iter()
             .map(|m| context! { role => m.role.as_str(), content => m.content.as_str() })

@@ -35,18 +35,63 @@ pub enum FuselmError {
     InvalidArgument(String),
 }
 
-impl FuselmError {
-    /// A stable, machine-readable name for the variant; the JS layer exposes it as `error.kind`.
-    pub fn kind(&self) -> &'static str {
+/// The stable, machine-readable category of a [`FuselmError`]; in TypeScript, `FuselmError.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub enum ErrorKind {
+    WebgpuUnavailable,
+    NoAdapter,
+    DeviceRequest,
+    LimitExceeded,
+    Gpu,
+    InvalidArgument,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
         match self {
-            FuselmError::WebGpuUnavailable { .. } => "webgpu-unavailable",
-            FuselmError::NoAdapter { .. } => "no-adapter",
-            FuselmError::DeviceRequest { .. } => "device-request",
-            FuselmError::LimitExceeded { .. } => "limit-exceeded",
-            FuselmError::Gpu(_) => "gpu",
-            FuselmError::InvalidArgument(_) => "invalid-argument",
+            ErrorKind::WebgpuUnavailable => "webgpu-unavailable",
+            ErrorKind::NoAdapter => "no-adapter",
+            ErrorKind::DeviceRequest => "device-request",
+            ErrorKind::LimitExceeded => "limit-exceeded",
+            ErrorKind::Gpu => "gpu",
+            ErrorKind::InvalidArgument => "invalid-argument",
+        }
+    }
+}
+
+impl FuselmError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            FuselmError::WebGpuUnavailable { .. } => ErrorKind::WebgpuUnavailable,
+            FuselmError::NoAdapter { .. } => ErrorKind::NoAdapter,
+            FuselmError::DeviceRequest { .. } => ErrorKind::DeviceRequest,
+            FuselmError::LimitExceeded { .. } => ErrorKind::LimitExceeded,
+            FuselmError::Gpu(_) => ErrorKind::Gpu,
+            FuselmError::InvalidArgument(_) => ErrorKind::InvalidArgument,
         }
     }
 }
 
 pub type Result<T, E = FuselmError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorKind;
+
+    #[test]
+    fn kind_strings_match_serde_names() {
+        for kind in [
+            ErrorKind::WebgpuUnavailable,
+            ErrorKind::NoAdapter,
+            ErrorKind::DeviceRequest,
+            ErrorKind::LimitExceeded,
+            ErrorKind::Gpu,
+            ErrorKind::InvalidArgument,
+        ] {
+            let json = serde_json::to_string(&kind).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+    }
+}

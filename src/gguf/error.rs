@@ -66,6 +66,8 @@ pub enum GgufError {
     MisalignedTensor { name: String, offset: u64, alignment: u64 },
     #[error("tensors \"{first}\" (ends at data offset {first_end}) and \"{second}\" (starts at {second_start}) overlap")]
     OverlappingTensors { first: String, first_end: u64, second: String, second_start: u64 },
+    #[error("tensor \"{name}\" is {size_bytes} bytes, more than this platform can hold in memory")]
+    TensorTooLarge { name: String, size_bytes: u64 },
     #[error("tensor \"{name}\" data offset {offset} overflows a 64-bit file position")]
     OffsetOverflow { name: String, offset: u64 },
     #[error("tensor \"{name}\" data [{start}, {end}) lies past the end of the file ({file_len} bytes)")]

@@ -186,12 +186,24 @@ impl ModelConfig {
 
     /// Every tensor the model needs with its expected ggml dims, in load order.
     pub fn expected_tensors(&self) -> Vec<(String, Vec<u64>)> {
+        let mut out = Vec::new();
+        let _ = self.each_expected(|name, dims| {
+            out.push((name, dims));
+            Ok(())
+        });
+        out
+    }
+
+    /// Calls `f` for each expected tensor, stopping at its first error. Lazy on purpose:
+    /// validation of a hostile `block_count` of 2^31 stops at the first missing layer instead
+    /// of materialising billions of names.
+    fn each_expected(&self, mut f: impl FnMut(String, Vec<u64>) -> Result<(), GgufError>) -> Result<(), GgufError> {
         let (e, ff, v) = (u64::from(self.n_embd), u64::from(self.n_ff), u64::from(self.vocab_size));
         let q = u64::from(self.n_head) * u64::from(self.head_dim);
         let kv = u64::from(self.n_head_kv) * u64::from(self.head_dim);
-        let mut out = vec![("token_embd.weight".to_string(), vec![e, v])];
+        f("token_embd.weight".into(), vec![e, v])?;
         if self.rope_freqs {
-            out.push(("rope_freqs.weight".into(), vec![u64::from(self.rope_dims / 2)]));
+            f("rope_freqs.weight".into(), vec![u64::from(self.rope_dims / 2)])?;
         }
         for i in 0..self.n_layers {
             let shapes: [(&str, Vec<u64>); 9] = [
@@ -205,38 +217,34 @@ impl ModelConfig {
                 ("ffn_up.weight", vec![e, ff]),
                 ("ffn_down.weight", vec![ff, e]),
             ];
-            out.extend(shapes.into_iter().map(|(s, d)| (layer_tensor(i, s), d)));
+            for (s, d) in shapes {
+                f(layer_tensor(i, s), d)?;
+            }
             if self.qkv_bias {
-                out.push((layer_tensor(i, "attn_q.bias"), vec![q]));
-                out.push((layer_tensor(i, "attn_k.bias"), vec![kv]));
-                out.push((layer_tensor(i, "attn_v.bias"), vec![kv]));
+                f(layer_tensor(i, "attn_q.bias"), vec![q])?;
+                f(layer_tensor(i, "attn_k.bias"), vec![kv])?;
+                f(layer_tensor(i, "attn_v.bias"), vec![kv])?;
             }
             if self.attn_output_bias {
-                out.push((layer_tensor(i, "attn_output.bias"), vec![e]));
+                f(layer_tensor(i, "attn_output.bias"), vec![e])?;
             }
         }
-        out.push(("output_norm.weight".into(), vec![e]));
+        f("output_norm.weight".into(), vec![e])?;
         if !self.tied_output {
-            out.push(("output.weight".into(), vec![e, v]));
+            f("output.weight".into(), vec![e, v])?;
         }
-        out
+        Ok(())
     }
 
     /// Checks presence, shape and dequantizability of every expected tensor.
     fn validate_tensors(&self, g: &Gguf) -> Result<(), GgufError> {
-        for (name, expected) in self.expected_tensors() {
+        self.each_expected(|name, expected| {
             let t = g.tensor(&name).ok_or_else(|| GgufError::MissingTensor { name: name.clone() })?;
-            // ggml drops trailing 1-dims in some writers; compare with them stripped.
-            let mut found = t.dims.clone();
-            while found.len() > expected.len() && found.last() == Some(&1) {
-                found.pop();
-            }
-            if found != expected {
+            if t.dims != expected {
                 return Err(GgufError::TensorShape { name, expected, found: t.dims.clone() });
             }
-            t.ggml_type()?;
-        }
-        Ok(())
+            t.ggml_type().map(|_| ())
+        })
     }
 }
 

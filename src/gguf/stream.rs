@@ -52,9 +52,8 @@ impl Default for GgufStreamReader {
     }
 }
 
-/// Initial capacity cap for a tensor buffer: the declared size is untrusted until the bytes
-/// actually arrive, so a hostile directory cannot make us reserve terabytes.
-const MAX_PREALLOC: u64 = 16 << 20;
+/// Smallest buffer allocation for a tensor, to avoid many tiny reallocations.
+const MIN_ALLOC: usize = 4096;
 
 impl GgufStreamReader {
     pub fn new() -> Self {
@@ -125,10 +124,10 @@ impl GgufStreamReader {
                 }
                 let gguf = match parse_prefix(buf, self.max_header)? {
                     Ok(g) => g,
-                    Err(_) if last => {
-                        // Report the precise truncation a whole-file parse would.
-                        Gguf::parse(buf)?;
-                        return Err(GgufError::Truncated { offset: buf.len() as u64, what: "header", needed: 1, available: 0 });
+                    Err(needed_end) if last => {
+                        let offset = buf.len() as u64;
+                        let needed = needed_end.saturating_sub(offset).max(1);
+                        return Err(GgufError::Truncated { offset, what: "header", needed, available: 0 });
                     }
                     Err(needed_end) => {
                         let grown = buf.len().saturating_add(buf.len() / 2);
@@ -136,6 +135,10 @@ impl GgufStreamReader {
                         return Ok(());
                     }
                 };
+                // A tensor must fit in one buffer on this platform (4 GiB on wasm32).
+                if let Some(t) = gguf.tensors().iter().find(|t| t.size_bytes > isize::MAX as u64) {
+                    return Err(GgufError::TensorTooLarge { name: t.name.clone(), size_bytes: t.size_bytes });
+                }
                 let buf = std::mem::take(buf);
                 let mut pending: Vec<(usize, u64, u64)> = gguf
                     .tensors_by_offset()
@@ -169,11 +172,15 @@ impl DataState {
                 *pos += skip;
                 continue;
             }
-            if self.cur.capacity() == 0 {
-                self.cur.reserve_exact(size.min(MAX_PREALLOC) as usize);
-            }
             let want = size - self.cur.len() as u64;
             let n = want.min(bytes.len() as u64) as usize;
+            let len = self.cur.len();
+            if self.cur.capacity() < len + n {
+                // Grow geometrically but never past the declared size, and never by more than
+                // what has actually arrived: the size is untrusted until the bytes exist.
+                let target = usize::try_from(size).unwrap_or(usize::MAX).min((2 * self.cur.capacity()).max(len + n).max(MIN_ALLOC));
+                self.cur.reserve_exact(target - len);
+            }
             self.cur.extend_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
             *pos += n as u64;

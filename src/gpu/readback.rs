@@ -47,6 +47,8 @@ pub(crate) async fn map_read(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Re
     match rx.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(FuselmError::Gpu(format!("buffer map failed: {e}"))),
-        Err(_) => Err(FuselmError::Gpu("buffer map callback dropped (device lost?)".into())),
+        Err(_) => Err(FuselmError::Gpu(
+            "buffer map callback dropped (device lost?)".into(),
+        )),
     }
 }

@@ -61,10 +61,7 @@ fn measurement(samples: Vec<f64>, unit: &str, timer: TimerKind) -> Measurement {
 
 /// Picks GPU-timestamp samples when every run produced one, else host-clock samples.
 fn choose(times: &[(PassTime, PassTime)]) -> (Vec<(f64, f64)>, TimerKind) {
-    let gpu: Option<Vec<(f64, f64)>> = times
-        .iter()
-        .map(|(a, b)| Some((a.gpu?, b.gpu?)))
-        .collect();
+    let gpu: Option<Vec<(f64, f64)>> = times.iter().map(|(a, b)| Some((a.gpu?, b.gpu?))).collect();
     match gpu {
         Some(pairs) => (pairs, TimerKind::TimestampQuery),
         None => (
@@ -216,7 +213,11 @@ impl Bandwidth {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             pass.set_pipeline(&fill);
             pass.set_bind_group(0, &fill_bg, &[]);
-            pass.dispatch_workgroups(MANY_WORKGROUPS.min(limits.max_compute_workgroups_per_dimension), 1, 1);
+            pass.dispatch_workgroups(
+                MANY_WORKGROUPS.min(limits.max_compute_workgroups_per_dimension),
+                1,
+                1,
+            );
         }
         ctx.queue.submit([encoder.finish()]);
         let module = ctx.shader("bench_read", shaders::BENCH_READ).await?;
@@ -263,7 +264,11 @@ impl Bandwidth {
             }
         }
         let gb = self.bytes as f64 / 1e9;
-        if let Some(gpu) = times.iter().map(|(one, _)| one.gpu).collect::<Option<Vec<f64>>>() {
+        if let Some(gpu) = times
+            .iter()
+            .map(|(one, _)| one.gpu)
+            .collect::<Option<Vec<f64>>>()
+        {
             let samples = gpu.iter().map(|t| gb / t).collect();
             return Ok(measurement(samples, "GB/s", TimerKind::TimestampQuery));
         }

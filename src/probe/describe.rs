@@ -71,7 +71,11 @@ pub fn fit(limits: &AdapterLimits, features: &FeatureReport) -> ModelFit {
         f16_kernels: features.shader_f16,
         subgroup_kernels: features.subgroups,
         max_resident_dim_f32: wg_bytes / (2 * 4),
-        max_resident_dim_f16: if features.shader_f16 { wg_bytes / (2 * 2) } else { 0 },
+        max_resident_dim_f16: if features.shader_f16 {
+            wg_bytes / (2 * 2)
+        } else {
+            0
+        },
     }
 }
 
@@ -88,9 +92,16 @@ fn device_type(t: wgpu::DeviceType) -> &'static str {
 /// CPU implementations of Vulkan/WebGPU/D3D12 that report themselves as ordinary GPUs at times.
 fn looks_software(text: &str) -> bool {
     let t = text.to_ascii_lowercase();
-    ["llvmpipe", "lavapipe", "swiftshader", "microsoft basic render", "warp", "softpipe"]
-        .iter()
-        .any(|s| t.contains(s))
+    [
+        "llvmpipe",
+        "lavapipe",
+        "swiftshader",
+        "microsoft basic render",
+        "warp",
+        "softpipe",
+    ]
+    .iter()
+    .any(|s| t.contains(s))
 }
 
 /// Identity from wgpu's `AdapterInfo`, completed with the browser's `GPUAdapterInfo` strings
@@ -120,7 +131,10 @@ pub fn identity(info: &wgpu::AdapterInfo, web: Option<WebAdapterInfo>) -> Adapte
         id.device = web.device;
         id.description = web.description;
     }
-    let text = format!("{} {} {} {}", id.vendor, id.architecture, id.device, id.description);
+    let text = format!(
+        "{} {} {} {}",
+        id.vendor, id.architecture, id.device, id.description
+    );
     id.is_software = info.device_type == wgpu::DeviceType::Cpu || looks_software(&text);
     id
 }

@@ -25,7 +25,10 @@ pub async fn probe(options: &ProbeOptions) -> Result<AdapterReport> {
 }
 
 /// Probes a given adapter. A device is created only when benchmarks are asked for.
-pub async fn probe_adapter(adapter: wgpu::Adapter, options: &ProbeOptions) -> Result<AdapterReport> {
+pub async fn probe_adapter(
+    adapter: wgpu::Adapter,
+    options: &ProbeOptions,
+) -> Result<AdapterReport> {
     let info = adapter.get_info();
     #[cfg(target_arch = "wasm32")]
     let web = web_info::adapter_info().await;

@@ -73,8 +73,7 @@ impl PassTimer {
                 let begin = u64::from_le_bytes(bytes[0..8].try_into().unwrap_or_default());
                 let end = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
                 // Some drivers return zeros or non-monotonic values; those samples are not trusted.
-                (begin != 0 && end > begin)
-                    .then(|| (end - begin) as f64 * self.period_ns * 1e-9)
+                (begin != 0 && end > begin).then(|| (end - begin) as f64 * self.period_ns * 1e-9)
             }
             None => None,
         };

@@ -16,11 +16,20 @@ pub async fn adapter_info() -> Option<WebAdapterInfo> {
     let gpu = get(&navigator, "gpu")?;
     let request: js_sys::Function = get(&gpu, "requestAdapter")?.dyn_into().ok()?;
     let options = js_sys::Object::new();
-    Reflect::set(&options, &"powerPreference".into(), &"high-performance".into()).ok()?;
+    Reflect::set(
+        &options,
+        &"powerPreference".into(),
+        &"high-performance".into(),
+    )
+    .ok()?;
     let promise: js_sys::Promise = request.call1(&gpu, &options).ok()?.dyn_into().ok()?;
     let adapter = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
     let info = get(&adapter, "info")?;
-    let text = |key: &str| get(&info, key).and_then(|v| v.as_string()).unwrap_or_default();
+    let text = |key: &str| {
+        get(&info, key)
+            .and_then(|v| v.as_string())
+            .unwrap_or_default()
+    };
     Some(WebAdapterInfo {
         vendor: text("vendor"),
         architecture: text("architecture"),

@@ -24,7 +24,11 @@ pub(crate) struct BpeModel {
 
 impl BpeModel {
     pub(crate) fn new(vocab: &Vocab, merges: &[String], ignore_merges: bool) -> BpeModel {
-        let mut model = BpeModel { merges: HashMap::with_capacity(merges.len()), extra: HashMap::new(), ignore_merges };
+        let mut model = BpeModel {
+            merges: HashMap::with_capacity(merges.len()),
+            extra: HashMap::new(),
+            ignore_merges,
+        };
         for (rank, line) in merges.iter().enumerate() {
             // llama.cpp splits at the first space after the first byte, so a merge whose
             // left side is a lone space still parses; a line without one is skipped.
@@ -54,11 +58,20 @@ impl BpeModel {
     }
 
     fn lookup(&self, vocab: &Vocab, text: &str) -> u32 {
-        vocab.id(text).or_else(|| self.extra.get(text).copied()).unwrap_or(NO_SYMBOL)
+        vocab
+            .id(text)
+            .or_else(|| self.extra.get(text).copied())
+            .unwrap_or(NO_SYMBOL)
     }
 
     /// Tokenizes one pre-tokenized word (raw text), appending ids to `out`.
-    pub(crate) fn encode_word(&self, vocab: &Vocab, word: &str, scratch: &mut String, out: &mut Vec<u32>) {
+    pub(crate) fn encode_word(
+        &self,
+        vocab: &Vocab,
+        word: &str,
+        scratch: &mut String,
+        out: &mut Vec<u32>,
+    ) {
         scratch.clear();
         byte_level::encode_into(word, scratch);
         let word = scratch.as_str();
@@ -72,7 +85,13 @@ impl BpeModel {
         for (start, c) in word.char_indices() {
             let end = start + c.len_utf8();
             let i = syms.len() as i32;
-            syms.push(Symbol { start, end, id: self.lookup(vocab, &word[start..end]), prev: i - 1, next: i + 1 });
+            syms.push(Symbol {
+                start,
+                end,
+                id: self.lookup(vocab, &word[start..end]),
+                prev: i - 1,
+                next: i + 1,
+            });
         }
         if let Some(last) = syms.last_mut() {
             last.next = -1;
@@ -82,10 +101,22 @@ impl BpeModel {
             self.push_pair(&syms, i - 1, i, &mut queue);
         }
         // Lowest rank first; ties go to the leftmost pair (llama.cpp's comparator).
-        while let Some(Reverse(Pair { left, right, l_id, r_id, .. })) = queue.pop() {
+        while let Some(Reverse(Pair {
+            left,
+            right,
+            l_id,
+            r_id,
+            ..
+        })) = queue.pop()
+        {
             let (ls, rs) = (&syms[left], &syms[right]);
             // Skip pairs made stale by an earlier merge of either side.
-            if ls.end == ls.start || rs.end == rs.start || ls.id != l_id || rs.id != r_id || ls.next != right as i32 {
+            if ls.end == ls.start
+                || rs.end == rs.start
+                || ls.id != l_id
+                || rs.id != r_id
+                || ls.next != right as i32
+            {
                 continue;
             }
             let merged = self.merges.get(&(l_id, r_id)).map_or(NO_SYMBOL, |m| m.1);
@@ -123,13 +154,25 @@ impl BpeModel {
         }
     }
 
-    fn push_pair(&self, syms: &[Symbol], left: usize, right: usize, queue: &mut BinaryHeap<Reverse<Pair>>) {
+    fn push_pair(
+        &self,
+        syms: &[Symbol],
+        left: usize,
+        right: usize,
+        queue: &mut BinaryHeap<Reverse<Pair>>,
+    ) {
         let (l_id, r_id) = (syms[left].id, syms[right].id);
         if l_id == NO_SYMBOL || r_id == NO_SYMBOL {
             return;
         }
         if let Some(&(rank, _)) = self.merges.get(&(l_id, r_id)) {
-            queue.push(Reverse(Pair { rank, left, right, l_id, r_id }));
+            queue.push(Reverse(Pair {
+                rank,
+                left,
+                right,
+                l_id,
+                r_id,
+            }));
         }
     }
 }

@@ -20,7 +20,11 @@ pub enum TokenizerError {
     VocabTooLarge(usize),
     /// A per-token array (`token_type`, `scores`) is shorter than the token list.
     #[error("{name} has {got} entries but the vocabulary has {expected} tokens")]
-    LengthMismatch { name: &'static str, got: usize, expected: usize },
+    LengthMismatch {
+        name: &'static str,
+        got: usize,
+        expected: usize,
+    },
     /// A gpt2 (byte-level BPE) vocabulary came without `tokenizer.ggml.merges`.
     #[error("the gpt2 tokenizer needs tokenizer.ggml.merges")]
     MissingMerges,

@@ -83,12 +83,20 @@ impl Tokenizer {
                 let pre = PreTokenizer::from_name(spec.pre.as_deref())?;
                 let default_bos = if pre.no_default_bos { None } else { Some(11) };
                 let vocab = Vocab::new(&spec, default_bos, Some(11), None)?;
-                let merges = spec.merges.as_deref().ok_or(TokenizerError::MissingMerges)?;
+                let merges = spec
+                    .merges
+                    .as_deref()
+                    .ok_or(TokenizerError::MissingMerges)?;
                 let bpe = BpeModel::new(&vocab, merges, pre.ignore_merges);
                 let add_bos = pre.add_bos_default;
                 (Model::Bpe { bpe, pre }, vocab, add_bos, false)
             }
-            "llama" => (Model::Spm, Vocab::new(&spec, Some(1), Some(2), Some(0))?, true, true),
+            "llama" => (
+                Model::Spm,
+                Vocab::new(&spec, Some(1), Some(2), Some(0))?,
+                true,
+                true,
+            ),
             other => return Err(TokenizerError::UnsupportedModel(other.to_string())),
         };
         let add_bos = spec.add_bos.unwrap_or(add_bos_default);
@@ -99,7 +107,9 @@ impl Tokenizer {
         if add_eos && vocab.eos.is_none() {
             return Err(TokenizerError::MissingSpecialToken("add_eos_token"));
         }
-        let pieces = (0..vocab.len() as u32).map(|id| render_piece(&vocab, &model, id).into()).collect();
+        let pieces = (0..vocab.len() as u32)
+            .map(|id| render_piece(&vocab, &model, id).into())
+            .collect();
         Ok(Tokenizer {
             specials: special::special_ids(&vocab),
             pieces,
@@ -133,7 +143,12 @@ impl Tokenizer {
                         Fragment::Text(range) => {
                             let fragment = &text[range];
                             for word in pre.split(fragment) {
-                                bpe.encode_word(&self.vocab, &fragment[word], &mut scratch, &mut out);
+                                bpe.encode_word(
+                                    &self.vocab,
+                                    &fragment[word],
+                                    &mut scratch,
+                                    &mut out,
+                                );
                             }
                         }
                     }
@@ -153,7 +168,13 @@ impl Tokenizer {
                             if self.add_space_prefix && prev_special {
                                 escaped.push(spm::SPACE);
                             }
-                            escaped.extend(text[range].chars().map(|c| if c == ' ' { spm::SPACE } else { c }));
+                            escaped.extend(text[range].chars().map(|c| {
+                                if c == ' ' {
+                                    spm::SPACE
+                                } else {
+                                    c
+                                }
+                            }));
                             spm::encode(&self.vocab, &escaped, &mut out);
                             prev_special = false;
                         }
@@ -177,7 +198,11 @@ impl Tokenizer {
 
     /// Concatenated bytes of `ids`. For llama models the space that encoding prefixed
     /// is removed from the first non-special token, as SentencePiece does.
-    pub fn decode_bytes(&self, ids: &[u32], render_special: bool) -> Result<Vec<u8>, TokenizerError> {
+    pub fn decode_bytes(
+        &self,
+        ids: &[u32],
+        render_special: bool,
+    ) -> Result<Vec<u8>, TokenizerError> {
         let mut out = Vec::with_capacity(ids.len() * 4);
         let mut strip_space = matches!(self.model, Model::Spm) && self.add_space_prefix;
         for &id in ids {
@@ -196,15 +221,22 @@ impl Tokenizer {
     /// valid UTF-8 (e.g. the ids end inside a character); see [`Tokenizer::decode_lossy`].
     pub fn decode(&self, ids: &[u32], render_special: bool) -> Result<String, TokenizerError> {
         let bytes = self.decode_bytes(ids, render_special)?;
-        String::from_utf8(bytes)
-            .map_err(|e| TokenizerError::InvalidUtf8 { valid_up_to: e.utf8_error().valid_up_to() })
+        String::from_utf8(bytes).map_err(|e| TokenizerError::InvalidUtf8 {
+            valid_up_to: e.utf8_error().valid_up_to(),
+        })
     }
 
     /// Ids to text, never failing: ids outside the vocabulary are skipped and invalid
     /// UTF-8 becomes U+FFFD.
     pub fn decode_lossy(&self, ids: &[u32], render_special: bool) -> String {
-        let known: Vec<u32> = ids.iter().copied().filter(|&id| (id as usize) < self.vocab.len()).collect();
-        let bytes = self.decode_bytes(&known, render_special).unwrap_or_default();
+        let known: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| (id as usize) < self.vocab.len())
+            .collect();
+        let bytes = self
+            .decode_bytes(&known, render_special)
+            .unwrap_or_default();
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
@@ -252,10 +284,16 @@ impl Tokenizer {
     }
     /// The BOS/EOS token texts, for the chat template's `bos_token`/`eos_token`.
     pub fn bos_text(&self) -> &str {
-        self.vocab.bos.and_then(|id| self.token_text(id)).unwrap_or("")
+        self.vocab
+            .bos
+            .and_then(|id| self.token_text(id))
+            .unwrap_or("")
     }
     pub fn eos_text(&self) -> &str {
-        self.vocab.eos.and_then(|id| self.token_text(id)).unwrap_or("")
+        self.vocab
+            .eos
+            .and_then(|id| self.token_text(id))
+            .unwrap_or("")
     }
     /// `tokenizer.chat_template`, passed through from the spec.
     pub fn chat_template(&self) -> Option<&str> {
@@ -284,7 +322,10 @@ impl Tokenizer {
     }
 
     fn unknown_id(&self, id: u32) -> TokenizerError {
-        TokenizerError::UnknownTokenId { id, vocab_size: self.vocab.len() }
+        TokenizerError::UnknownTokenId {
+            id,
+            vocab_size: self.vocab.len(),
+        }
     }
 }
 
@@ -292,7 +333,9 @@ impl Tokenizer {
 fn render_piece(vocab: &Vocab, model: &Model, id: u32) -> Vec<u8> {
     let text = &vocab.texts[id as usize];
     match vocab.kind(id) {
-        Some(TokenKind::Control | TokenKind::Unknown | TokenKind::UserDefined) => text.as_bytes().to_vec(),
+        Some(TokenKind::Control | TokenKind::Unknown | TokenKind::UserDefined) => {
+            text.as_bytes().to_vec()
+        }
         Some(TokenKind::Normal) => match model {
             Model::Bpe { .. } => {
                 let mut out = Vec::with_capacity(text.len());

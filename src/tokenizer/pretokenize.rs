@@ -42,7 +42,12 @@ pub(crate) struct PreTokenizer {
     pub no_default_bos: bool,
 }
 
-const DEFAULT: &[Pass] = &[Pass::PunctRun, Pass::Gpt2, Pass::NumberRun, Pass::AsciiDigitTriple];
+const DEFAULT: &[Pass] = &[
+    Pass::PunctRun,
+    Pass::Gpt2,
+    Pass::NumberRun,
+    Pass::AsciiDigitTriple,
+];
 const GPT2: &[Pass] = &[Pass::Gpt2];
 const STARCODER: &[Pass] = &[Pass::EachNumber, Pass::Gpt2];
 const LLAMA3: &[Pass] = &[Pass::Llama3 { max_digits: 3 }];
@@ -75,9 +80,9 @@ impl PreTokenizer {
             | "hunyuan" | "solar-open" => out.passes = QWEN2,
             "starcoder" | "refact" | "command-r" | "smollm" | "codeshell" | "exaone"
             | "minerva-7b" | "mellum2" => out.passes = STARCODER,
-            "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es" | "jina-v2-de"
-            | "a.x-4.0" | "mellum" | "modern-bert" | "jina-v1-en" | "jina-v2-code"
-            | "roberta-bpe" | "exaone4" | "mpt" | "olmo" | "jais" | "trillion"
+            "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es"
+            | "jina-v2-de" | "a.x-4.0" | "mellum" | "modern-bert" | "jina-v1-en"
+            | "jina-v2-code" | "roberta-bpe" | "exaone4" | "mpt" | "olmo" | "jais" | "trillion"
             | "granite-docling" => out.passes = GPT2,
             other => return Err(TokenizerError::UnsupportedPreTokenizer(other.to_string())),
         }
@@ -94,18 +99,30 @@ impl PreTokenizer {
             let mut next = Vec::with_capacity(pieces.len());
             let mut start = 0;
             for len in pieces {
-                let seg = Segment { chars: &chars[start..start + len], classes: &classes[start..start + len] };
+                let seg = Segment {
+                    chars: &chars[start..start + len],
+                    classes: &classes[start..start + len],
+                };
                 match *pass {
                     Pass::Gpt2 => seg.gpt2(&mut next),
                     Pass::Llama3 { max_digits } => seg.llama3(max_digits, &mut next),
-                    Pass::EachNumber => seg.matches(&mut next, |s, p| usize::from(s.classes[p].number)),
+                    Pass::EachNumber => {
+                        seg.matches(&mut next, |s, p| usize::from(s.classes[p].number))
+                    }
                     Pass::NumberRun => seg.matches(&mut next, |s, p| s.run(p, |c, _| c.number)),
                     Pass::PunctRun => seg.matches(&mut next, |s, p| {
                         s.run(p, |c, ch| c.punctuation || "$+<=>^~|".contains(ch))
                     }),
                     Pass::AsciiDigitTriple => seg.matches(&mut next, |s, p| {
-                        let triple = s.chars.get(p..p + 3).is_some_and(|t| t.iter().all(char::is_ascii_digit));
-                        if triple { 3 } else { 0 }
+                        let triple = s
+                            .chars
+                            .get(p..p + 3)
+                            .is_some_and(|t| t.iter().all(char::is_ascii_digit));
+                        if triple {
+                            3
+                        } else {
+                            0
+                        }
                     }),
                 }
                 start += len;
@@ -144,7 +161,9 @@ impl Segment<'_> {
     }
     /// Length of the run from `pos` of chars satisfying `f`.
     fn run(&self, pos: usize, f: impl Fn(CharClass, char) -> bool) -> usize {
-        (pos..self.len()).take_while(|&p| f(self.classes[p], self.chars[p])).count()
+        (pos..self.len())
+            .take_while(|&p| f(self.classes[p], self.chars[p]))
+            .count()
     }
 
     /// `std::regex_iterator` over a pattern: `m(pos)` is the match length at pos (0: none).
@@ -172,7 +191,11 @@ impl Segment<'_> {
     fn contraction(&self, pos: usize, fold: bool) -> usize {
         let at = |p: usize| {
             let c = self.chars.get(p).copied().unwrap_or('\0');
-            if fold { c.to_ascii_lowercase() } else { c }
+            if fold {
+                c.to_ascii_lowercase()
+            } else {
+                c
+            }
         };
         if self.chars.get(pos) != Some(&'\'') || pos + 1 >= self.len() {
             return 0;
@@ -188,7 +211,9 @@ impl Segment<'_> {
     /// Whitespace run at pos: (length, end of its last `\r`/`\n` or 0).
     fn whitespace_run(&self, pos: usize) -> (usize, usize) {
         let n = self.run(pos, |c, _| c.whitespace);
-        let last_nl = (pos..pos + n).rev().find(|&p| matches!(self.chars[p], '\r' | '\n'));
+        let last_nl = (pos..pos + n)
+            .rev()
+            .find(|&p| matches!(self.chars[p], '\r' | '\n'));
         (n, last_nl.map_or(0, |p| p + 1))
     }
 
@@ -218,7 +243,11 @@ impl Segment<'_> {
             }
             // ` ?X+` for X in letter, number, other: the optional space only if X follows.
             let lead = usize::from(c == ' ');
-            let f2 = if c == ' ' { self.class(pos + 1) } else { self.class(pos) };
+            let f2 = if c == ' ' {
+                self.class(pos + 1)
+            } else {
+                self.class(pos)
+            };
             let kind: Option<fn(CharClass) -> bool> = match f2 {
                 Some(f) if f.letter => Some(|c| c.letter),
                 Some(f) if f.number => Some(|c| c.number),
@@ -254,7 +283,8 @@ impl Segment<'_> {
                 continue;
             }
             // [^\r\n\p{L}\p{N}]?\p{L}+
-            if !(c == '\r' || c == '\n' || f.number) && (f.letter || self.is(pos + 1, |c| c.letter)) {
+            if !(c == '\r' || c == '\n' || f.number) && (f.letter || self.is(pos + 1, |c| c.letter))
+            {
                 pos += 1;
                 while self.is(pos, |c| c.letter) {
                     pos += 1;
@@ -278,7 +308,11 @@ impl Segment<'_> {
                 continue;
             }
             // ` ?[^\s\p{L}\p{N}]+[\r\n]*`; as in llama.cpp a lone trailing space lands here too.
-            let f2 = if c == ' ' { self.class(pos + 1) } else { Some(f) };
+            let f2 = if c == ' ' {
+                self.class(pos + 1)
+            } else {
+                Some(f)
+            };
             if f2.is_none_or(|f| !(f.whitespace || f.letter || f.number)) {
                 pos += usize::from(c == ' ');
                 while self.is(pos, |c| !(c.whitespace || c.letter || c.number)) {
@@ -292,8 +326,57 @@ impl Segment<'_> {
             }
             let (n, last_nl) = self.whitespace_run(pos);
             // \s*[\r\n]+
-            pos = if last_nl > 0 { last_nl } else { self.whitespace_end(pos, n) };
+            pos = if last_nl > 0 {
+                last_nl
+            } else {
+                self.whitespace_end(pos, n)
+            };
             out.push(pos - start);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(pre: Option<&str>, text: &str) -> Vec<String> {
+        let p = PreTokenizer::from_name(pre).unwrap();
+        p.split(text)
+            .into_iter()
+            .map(|r| text[r].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn gpt2_leaves_the_last_space_to_the_next_word() {
+        // `\s+(?!\S)`: of a run of spaces, the last one prefixes the following word.
+        assert_eq!(words(Some("gpt-2"), "a   b  "), ["a", "  ", " b", "  "]);
+        assert_eq!(
+            words(Some("gpt-2"), "don't\n\nx"),
+            ["don", "'t", "\n", "\n", "x"]
+        );
+    }
+
+    #[test]
+    fn starcoder_family_splits_every_digit() {
+        assert_eq!(
+            words(Some("smollm"), "x 2026!"),
+            ["x", " ", "2", "0", "2", "6", "!"]
+        );
+    }
+
+    #[test]
+    fn llama3_groups_digits_by_three_and_newlines() {
+        assert_eq!(
+            words(Some("llama-bpe"), "12345 I'LL\n\n go"),
+            ["123", "45", " I", "'LL", "\n\n", " go"]
+        );
+        assert_eq!(words(Some("qwen2"), "123"), ["1", "2", "3"]);
+    }
+
+    #[test]
+    fn default_isolates_punctuation_and_digit_triples() {
+        assert_eq!(words(None, "ab, 12345"), ["ab", ",", " ", "123", "45"]);
     }
 }

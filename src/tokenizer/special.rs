@@ -20,15 +20,27 @@ pub(crate) enum Fragment {
 pub(crate) fn special_ids(vocab: &Vocab) -> Vec<u32> {
     let mut ids: Vec<u32> = (0..vocab.len() as u32)
         .filter(|&id| {
-            matches!(vocab.kind(id), Some(TokenKind::Control | TokenKind::UserDefined | TokenKind::Unknown))
-                && !vocab.texts[id as usize].is_empty()
+            matches!(
+                vocab.kind(id),
+                Some(TokenKind::Control | TokenKind::UserDefined | TokenKind::Unknown)
+            ) && !vocab.texts[id as usize].is_empty()
         })
         .collect();
-    ids.sort_by(|a, b| vocab.texts[*b as usize].len().cmp(&vocab.texts[*a as usize].len()).then(a.cmp(b)));
+    ids.sort_by(|a, b| {
+        vocab.texts[*b as usize]
+            .len()
+            .cmp(&vocab.texts[*a as usize].len())
+            .then(a.cmp(b))
+    });
     ids
 }
 
-pub(crate) fn partition(vocab: &Vocab, specials: &[u32], text: &str, parse_special: bool) -> Vec<Fragment> {
+pub(crate) fn partition(
+    vocab: &Vocab,
+    specials: &[u32],
+    text: &str,
+    parse_special: bool,
+) -> Vec<Fragment> {
     let mut frags = Vec::new();
     if text.is_empty() {
         return frags;
@@ -40,7 +52,10 @@ pub(crate) fn partition(vocab: &Vocab, specials: &[u32], text: &str, parse_speci
         }
         let needle = vocab.texts[id as usize].as_str();
         // Cheap pre-check: most special tokens do not occur at all.
-        if !frags.iter().any(|f| matches!(f, Fragment::Text(r) if text[r.clone()].contains(needle))) {
+        if !frags
+            .iter()
+            .any(|f| matches!(f, Fragment::Text(r) if text[r.clone()].contains(needle)))
+        {
             continue;
         }
         let mut next = Vec::with_capacity(frags.len() + 2);

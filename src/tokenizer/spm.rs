@@ -16,7 +16,12 @@ pub(crate) fn encode(vocab: &Vocab, text: &str, out: &mut Vec<u32>) {
     let mut syms: Vec<Symbol> = Vec::with_capacity(text.len());
     for (start, c) in text.char_indices() {
         let i = syms.len() as i32;
-        syms.push(Symbol { start, end: start + c.len_utf8(), prev: i - 1, next: i + 1 });
+        syms.push(Symbol {
+            start,
+            end: start + c.len_utf8(),
+            prev: i - 1,
+            next: i + 1,
+        });
     }
     if let Some(last) = syms.last_mut() {
         last.next = -1;
@@ -28,7 +33,11 @@ pub(crate) fn encode(vocab: &Vocab, text: &str, out: &mut Vec<u32>) {
     while let Some(pair) = queue.pop() {
         let (ls, rs) = (syms[pair.left], syms[pair.right]);
         // Stale if either side was merged since (llama.cpp compares the joined length).
-        if ls.is_empty() || rs.is_empty() || rs.end - ls.start != pair.len || ls.next != pair.right as i32 {
+        if ls.is_empty()
+            || rs.is_empty()
+            || rs.end - ls.start != pair.len
+            || ls.next != pair.right as i32
+        {
             continue;
         }
         syms[pair.left].end = rs.end;
@@ -58,15 +67,33 @@ pub(crate) fn encode(vocab: &Vocab, text: &str, out: &mut Vec<u32>) {
 pub(crate) fn byte_token(vocab: &Vocab, b: u8) -> Option<u32> {
     vocab
         .id(&format!("<0x{b:02X}>"))
-        .or_else(|| if b.is_ascii() { vocab.id(char::from(b).encode_utf8(&mut [0; 4])) } else { None })
+        .or_else(|| {
+            if b.is_ascii() {
+                vocab.id(char::from(b).encode_utf8(&mut [0; 4]))
+            } else {
+                None
+            }
+        })
         .or(vocab.unk)
 }
 
-fn push_pair(vocab: &Vocab, text: &str, syms: &[Symbol], left: usize, right: usize, queue: &mut BinaryHeap<Pair>) {
+fn push_pair(
+    vocab: &Vocab,
+    text: &str,
+    syms: &[Symbol],
+    left: usize,
+    right: usize,
+    queue: &mut BinaryHeap<Pair>,
+) {
     let (start, end) = (syms[left].start, syms[right].end);
     if let Some(id) = vocab.id(&text[start..end]) {
         let score = vocab.scores.get(id as usize).copied().unwrap_or(0.0);
-        queue.push(Pair { score, left, right, len: end - start });
+        queue.push(Pair {
+            score,
+            left,
+            right,
+            len: end - start,
+        });
     }
 }
 
@@ -95,7 +122,9 @@ struct Pair {
 
 impl Ord for Pair {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.score.total_cmp(&other.score).then_with(|| other.left.cmp(&self.left))
+        self.score
+            .total_cmp(&other.score)
+            .then_with(|| other.left.cmp(&self.left))
     }
 }
 impl PartialOrd for Pair {

@@ -17,7 +17,10 @@ pub struct StreamDecoder {
 impl StreamDecoder {
     /// `render_special`: whether control tokens (e.g. `<|im_end|>`) appear as their text.
     pub fn new(render_special: bool) -> StreamDecoder {
-        StreamDecoder { pending: Vec::new(), render_special }
+        StreamDecoder {
+            pending: Vec::new(),
+            render_special,
+        }
     }
 
     /// Adds one token. Returns the text that became complete, if any. An id outside the

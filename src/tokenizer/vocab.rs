@@ -84,20 +84,56 @@ impl TokenKind {
 
 /// Token texts that llama.cpp treats as end of generation whatever the metadata says.
 const EOG_TEXTS: &[&str] = &[
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<｜end▁of▁sentence｜>", "[e~[",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<｜end▁of▁sentence｜>",
+    "[e~[",
 ];
 /// Texts that make a token the EOT id when the metadata has none, in llama.cpp's list order.
 const EOT_TEXTS: &[&str] = &[
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<｜end▁of▁sentence｜>",
+    "<end_of_utterance>",
 ];
 /// FIM pad/repo/file-separator texts: llama.cpp also stops on these.
 const FIM_EOG_TEXTS: &[&str] = &[
-    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>",
-    "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>",
+    "<|fim_pad|>",
+    "<fim-pad>",
+    "<fim_pad>",
+    "<PAD>",
+    "[PAD]",
+    "<|fim_repo|>",
+    "<|repo_name|>",
+    "<fim-repo>",
+    "<REPO>",
+    "<reponame>",
+    "<|file_sep|>",
 ];
 
 /// The loaded vocabulary shared by both models.
@@ -134,7 +170,11 @@ impl Vocab {
         }
         let check_len = |name: &'static str, got: usize| {
             if got < n {
-                Err(TokenizerError::LengthMismatch { name, got, expected: n })
+                Err(TokenizerError::LengthMismatch {
+                    name,
+                    got,
+                    expected: n,
+                })
             } else {
                 Ok(())
             }

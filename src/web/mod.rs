@@ -17,7 +17,7 @@ pub(crate) fn to_js_error(err: FuselmError) -> JsValue {
     let set = |key: &str, value: JsValue| {
         let _ = js_sys::Reflect::set(&js, &key.into(), &value);
     };
-    set("kind", err.kind().into());
+    set("kind", err.kind().as_str().into());
     if let FuselmError::LimitExceeded {
         limit,
         needed,
@@ -31,7 +31,9 @@ pub(crate) fn to_js_error(err: FuselmError) -> JsValue {
     js.into()
 }
 
-fn from_js<T: tsify::Tsify + serde::de::DeserializeOwned>(value: Option<Ts<T>>) -> Result<Option<T>, JsValue>
+fn from_js<T: tsify::Tsify + serde::de::DeserializeOwned>(
+    value: Option<Ts<T>>,
+) -> Result<Option<T>, JsValue>
 where
     <T as tsify::Tsify>::JsType: JsCast + Clone,
 {

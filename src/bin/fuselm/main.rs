@@ -8,7 +8,11 @@ fn main() -> std::process::ExitCode {
     use clap::{Parser, Subcommand};
 
     #[derive(Parser)]
-    #[command(name = "fuselm", version, about = "Fused LLM generation on the GPU through wgpu")]
+    #[command(
+        name = "fuselm",
+        version,
+        about = "Fused LLM generation on the GPU through wgpu"
+    )]
     struct Cli {
         #[command(subcommand)]
         command: Command,

@@ -40,7 +40,10 @@ fn mib(bytes: u64) -> String {
 
 fn print_human(r: &AdapterReport) {
     let a = &r.adapter;
-    println!("adapter      {} ({}, {})", a.device, a.backend, a.device_type);
+    println!(
+        "adapter      {} ({}, {})",
+        a.device, a.backend, a.device_type
+    );
     println!("vendor       {}  {}", a.vendor, a.description);
     if a.is_software {
         println!("             software adapter: expect CPU speed");
@@ -51,22 +54,57 @@ fn print_human(r: &AdapterReport) {
         f.shader_f16, f.subgroups, f.subgroup_min_size, f.subgroup_max_size, f.timestamp_query
     );
     let (l, d) = (&r.limits, &r.webgpu_defaults);
-    println!("limits       {:<40} {:>14} {:>14}", "", "adapter", "webgpu default");
+    println!(
+        "limits       {:<40} {:>14} {:>14}",
+        "", "adapter", "webgpu default"
+    );
     let rows: [(&str, u64, u64); 8] = [
-        ("maxStorageBufferBindingSize", l.max_storage_buffer_binding_size, d.max_storage_buffer_binding_size),
+        (
+            "maxStorageBufferBindingSize",
+            l.max_storage_buffer_binding_size,
+            d.max_storage_buffer_binding_size,
+        ),
         ("maxBufferSize", l.max_buffer_size, d.max_buffer_size),
-        ("maxComputeWorkgroupStorageSize", l.max_compute_workgroup_storage_size.into(), d.max_compute_workgroup_storage_size.into()),
-        ("maxComputeInvocationsPerWorkgroup", l.max_compute_invocations_per_workgroup.into(), d.max_compute_invocations_per_workgroup.into()),
-        ("maxComputeWorkgroupSizeX", l.max_compute_workgroup_size_x.into(), d.max_compute_workgroup_size_x.into()),
-        ("maxComputeWorkgroupsPerDimension", l.max_compute_workgroups_per_dimension.into(), d.max_compute_workgroups_per_dimension.into()),
-        ("maxStorageBuffersPerShaderStage", l.max_storage_buffers_per_shader_stage.into(), d.max_storage_buffers_per_shader_stage.into()),
-        ("maxUniformBufferBindingSize", l.max_uniform_buffer_binding_size, d.max_uniform_buffer_binding_size),
+        (
+            "maxComputeWorkgroupStorageSize",
+            l.max_compute_workgroup_storage_size.into(),
+            d.max_compute_workgroup_storage_size.into(),
+        ),
+        (
+            "maxComputeInvocationsPerWorkgroup",
+            l.max_compute_invocations_per_workgroup.into(),
+            d.max_compute_invocations_per_workgroup.into(),
+        ),
+        (
+            "maxComputeWorkgroupSizeX",
+            l.max_compute_workgroup_size_x.into(),
+            d.max_compute_workgroup_size_x.into(),
+        ),
+        (
+            "maxComputeWorkgroupsPerDimension",
+            l.max_compute_workgroups_per_dimension.into(),
+            d.max_compute_workgroups_per_dimension.into(),
+        ),
+        (
+            "maxStorageBuffersPerShaderStage",
+            l.max_storage_buffers_per_shader_stage.into(),
+            d.max_storage_buffers_per_shader_stage.into(),
+        ),
+        (
+            "maxUniformBufferBindingSize",
+            l.max_uniform_buffer_binding_size,
+            d.max_uniform_buffer_binding_size,
+        ),
     ];
     for (name, adapter, default) in rows {
         println!("             {name:<40} {adapter:>14} {default:>14}");
     }
     let fit = &r.fit;
-    println!("fit          largest tensor {}  weights per dispatch {}", mib(fit.max_tensor_bytes), mib(fit.max_weight_bytes_per_dispatch));
+    println!(
+        "fit          largest tensor {}  weights per dispatch {}",
+        mib(fit.max_tensor_bytes),
+        mib(fit.max_weight_bytes_per_dispatch)
+    );
     println!(
         "             f16 kernels {}  subgroup kernels {}  resident dim f32 {} / f16 {}",
         fit.f16_kernels, fit.subgroup_kernels, fit.max_resident_dim_f32, fit.max_resident_dim_f16
@@ -81,7 +119,10 @@ fn print_human(r: &AdapterReport) {
         show("dependent dispatch (one pass)", &b.dependent_dispatch);
         show("submit + readback", &b.submit_and_readback);
         show("read, 1 workgroup", &b.read_bandwidth_one_workgroup);
-        show(&format!("read, {} workgroups", b.many_workgroups), &b.read_bandwidth_many_workgroups);
+        show(
+            &format!("read, {} workgroups", b.many_workgroups),
+            &b.read_bandwidth_many_workgroups,
+        );
         println!("             ({} read per run)", mib(b.read_bytes));
     }
 }

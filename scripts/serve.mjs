@@ -1,0 +1,49 @@
+// A tiny static file server for the example site (no dependencies). Serves the repository root
+// so the page can import the built package from /dist/ and fetch models from /models/.
+// Usage: node scripts/serve.mjs [port]   (port 0 picks a free one; the URL is printed)
+import { createServer } from "node:http";
+import { createReadStream, statSync } from "node:fs";
+import { extname, join, normalize, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
+const types = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".wasm": "application/wasm",
+  ".gguf": "application/octet-stream",
+  ".map": "application/json",
+};
+
+export function serve(port = 0) {
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    let path = normalize(join(root, decodeURIComponent(url.pathname)));
+    if (!path.startsWith(root)) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      if (statSync(path).isDirectory()) path = join(path, "index.html");
+      const size = statSync(path).size;
+      res.writeHead(200, {
+        "content-type": types[extname(path)] ?? "application/octet-stream",
+        "content-length": size,
+        "cache-control": "no-store",
+      });
+      createReadStream(path).pipe(res);
+    } catch {
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+    }
+  });
+  return new Promise((ok) => server.listen(port, "127.0.0.1", () => ok(server)));
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const server = await serve(Number(process.argv[2] ?? 8080));
+  const { port } = server.address();
+  console.log(`fuselm example site: http://127.0.0.1:${port}/examples/site/`);
+}

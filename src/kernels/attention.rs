@@ -1,0 +1,148 @@
+//! Causal grouped-query attention over the f32 KV cache.
+
+use super::{check_buffer, check_dim, check_tokens, compose, max_groups, require, Bound, Pipeline, Slot};
+use crate::error::{FuselmError, Result};
+use crate::gpu::GpuContext;
+use crate::shaders;
+
+/// The head geometry shared by [`super::Rope`], [`super::KvStore`] and [`Attention`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionShape {
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub head_dim: u32,
+    /// KV cache capacity in positions.
+    pub n_ctx: u32,
+}
+
+/// Largest head_dim attention.wgsl handles (4 output dims per invocation of 64).
+pub const MAX_HEAD_DIM: u32 = 256;
+
+impl AttentionShape {
+    /// Checks the geometry: non-zero dims, whole query groups per KV head.
+    pub fn validate(&self) -> Result<()> {
+        let s = self;
+        require(
+            s.n_head > 0 && s.n_head_kv > 0 && s.head_dim > 0 && s.n_ctx > 0,
+            "attention shape: dims must be > 0",
+        )?;
+        require(
+            s.n_head % s.n_head_kv == 0,
+            "attention shape: n_head must be a multiple of n_head_kv",
+        )
+    }
+
+    /// Floats in one step-row of Q (`n_head * head_dim`).
+    pub fn q_row(&self) -> u64 {
+        u64::from(self.n_head) * u64::from(self.head_dim)
+    }
+
+    /// Floats in one step-row of K or V (`n_head_kv * head_dim`).
+    pub fn kv_row(&self) -> u64 {
+        u64::from(self.n_head_kv) * u64::from(self.head_dim)
+    }
+
+    /// Floats in one layer's K (or V) cache: `[n_head_kv, n_ctx, head_dim]`.
+    pub fn cache_len(&self) -> u64 {
+        self.kv_row() * u64::from(self.n_ctx)
+    }
+}
+
+/// Mirrors `Params` in `shaders/attention.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct AttentionParams {
+    n_head: u32,
+    n_head_kv: u32,
+    head_dim: u32,
+    n_ctx: u32,
+    scale: f32,
+    _pad: [u32; 3],
+}
+const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
+
+/// `out[t][h] = softmax(q[t][h] · K[g]^T / sqrt(head_dim)) V[g]` over cache positions
+/// `0..=state.pos + t`, `g = h / (n_head / n_head_kv)`. One workgroup per (head, token).
+#[derive(Debug, Clone)]
+pub struct Attention {
+    pipeline: Pipeline,
+}
+
+/// [`Attention`] bound to its buffers.
+#[derive(Debug, Clone)]
+pub struct AttentionCall {
+    bound: Bound,
+    n_head: u32,
+    max_tokens: u32,
+    max_dim: u32,
+}
+
+impl Attention {
+    pub async fn new(ctx: &GpuContext) -> Result<Self> {
+        let source = compose(&[shaders::COMMON, shaders::ATTENTION]);
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+        ];
+        let pipeline = Pipeline::new(ctx, "attention", &source, &slots).await?;
+        Ok(Self { pipeline })
+    }
+
+    /// * `q`, `out`: `[max_tokens, n_head, head_dim]`;
+    /// * `k_cache`, `v_cache`: `[n_head_kv, n_ctx, head_dim]` (written by [`super::KvStore`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        shape: &AttentionShape,
+        state: &wgpu::Buffer,
+        q: &wgpu::Buffer,
+        k_cache: &wgpu::Buffer,
+        v_cache: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        max_tokens: u32,
+    ) -> Result<AttentionCall> {
+        shape.validate()?;
+        require(max_tokens > 0, "attention: max_tokens must be > 0")?;
+        if shape.head_dim > MAX_HEAD_DIM {
+            return Err(FuselmError::InvalidArgument(format!(
+                "attention: head_dim {} > {MAX_HEAD_DIM}",
+                shape.head_dim
+            )));
+        }
+        let t = u64::from(max_tokens);
+        check_buffer(ctx, "attention state", state, 4)?;
+        check_buffer(ctx, "attention q", q, t * shape.q_row())?;
+        check_buffer(ctx, "attention k_cache", k_cache, shape.cache_len())?;
+        check_buffer(ctx, "attention v_cache", v_cache, shape.cache_len())?;
+        check_buffer(ctx, "attention out", out, t * shape.q_row())?;
+        let params = AttentionParams {
+            n_head: shape.n_head,
+            n_head_kv: shape.n_head_kv,
+            head_dim: shape.head_dim,
+            n_ctx: shape.n_ctx,
+            scale: 1.0 / (shape.head_dim as f32).sqrt(),
+            _pad: [0; 3],
+        };
+        let n_head = check_dim(u64::from(shape.n_head), max_groups(ctx))?;
+        Ok(AttentionCall {
+            bound: self.pipeline.bind(ctx, &params, &[state, q, k_cache, v_cache, out]),
+            n_head,
+            max_tokens,
+            max_dim: max_groups(ctx),
+        })
+    }
+}
+
+impl AttentionCall {
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
+        check_tokens("attention", n_tokens, self.max_tokens)?;
+        let y = check_dim(u64::from(n_tokens), self.max_dim)?;
+        self.bound.dispatch(pass, [self.n_head, y, 1]);
+        Ok(())
+    }
+}

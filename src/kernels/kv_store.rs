@@ -1,0 +1,98 @@
+//! Appending this step's K and V to the KV cache.
+
+use super::attention::AttentionShape;
+use super::{check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot};
+use crate::error::Result;
+use crate::gpu::GpuContext;
+use crate::shaders;
+
+/// Mirrors `Params` in `shaders/kv_store.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct KvStoreParams {
+    n_head_kv: u32,
+    head_dim: u32,
+    n_ctx: u32,
+    _pad: u32,
+}
+const _: () = assert!(std::mem::size_of::<KvStoreParams>() == 16);
+
+const WG: u64 = 64;
+
+/// Copies `k[t]`, `v[t]` (`[n_head_kv, head_dim]` each) into cache position
+/// `state.pos + t` of the head-major `[n_head_kv, n_ctx, head_dim]` caches.
+#[derive(Debug, Clone)]
+pub struct KvStore {
+    pipeline: Pipeline,
+}
+
+/// [`KvStore`] bound to one layer's buffers.
+#[derive(Debug, Clone)]
+pub struct KvStoreCall {
+    bound: Bound,
+    per_token: u64,
+    max_tokens: u32,
+    max_dim: u32,
+}
+
+impl KvStore {
+    pub async fn new(ctx: &GpuContext) -> Result<Self> {
+        let source = compose(&[shaders::COMMON, shaders::KV_STORE]);
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+            Slot::ReadWrite,
+        ];
+        let pipeline = Pipeline::new(ctx, "kv_store", &source, &slots).await?;
+        Ok(Self { pipeline })
+    }
+
+    /// * `k`, `v`: `[max_tokens, n_head_kv, head_dim]` (k already rotated);
+    /// * `k_cache`, `v_cache`: `[n_head_kv, n_ctx, head_dim]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        shape: &AttentionShape,
+        state: &wgpu::Buffer,
+        k: &wgpu::Buffer,
+        v: &wgpu::Buffer,
+        k_cache: &wgpu::Buffer,
+        v_cache: &wgpu::Buffer,
+        max_tokens: u32,
+    ) -> Result<KvStoreCall> {
+        shape.validate()?;
+        require(max_tokens > 0, "kv_store: max_tokens must be > 0")?;
+        let t = u64::from(max_tokens);
+        check_buffer(ctx, "kv_store state", state, 4)?;
+        check_buffer(ctx, "kv_store k", k, t * shape.kv_row())?;
+        check_buffer(ctx, "kv_store v", v, t * shape.kv_row())?;
+        check_buffer(ctx, "kv_store k_cache", k_cache, shape.cache_len())?;
+        check_buffer(ctx, "kv_store v_cache", v_cache, shape.cache_len())?;
+        let params = KvStoreParams {
+            n_head_kv: shape.n_head_kv,
+            head_dim: shape.head_dim,
+            n_ctx: shape.n_ctx,
+            _pad: 0,
+        };
+        grid((t * shape.kv_row()).div_ceil(WG), max_groups(ctx))?;
+        Ok(KvStoreCall {
+            bound: self.pipeline.bind(ctx, &params, &[state, k, v, k_cache, v_cache]),
+            per_token: shape.kv_row(),
+            max_tokens,
+            max_dim: max_groups(ctx),
+        })
+    }
+}
+
+impl KvStoreCall {
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
+        check_tokens("kv_store", n_tokens, self.max_tokens)?;
+        let (x, y) = grid((u64::from(n_tokens) * self.per_token).div_ceil(WG), self.max_dim)?;
+        self.bound.dispatch(pass, [x, y, 1]);
+        Ok(())
+    }
+}

@@ -1,0 +1,98 @@
+//! Prefill matrix product (many tokens) against a weight in its ggml format.
+
+use super::weights::{GpuWeight, WeightFormat};
+use super::{check_buffer, check_dim, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot};
+use crate::error::Result;
+use crate::gpu::GpuContext;
+use crate::shaders;
+
+/// Mirrors `Params` in `shaders/matmul.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MatMulParams {
+    k: u32,
+    n_rows: u32,
+    row0: u32,
+    n: u32,
+}
+const _: () = assert!(std::mem::size_of::<MatMulParams>() == 16);
+
+/// Tokens per workgroup in matmul.wgsl (`TOKENS`).
+const TOKENS: u32 = 8;
+
+/// `Y[t][r] = sum_c W[r][c] X[t][c]` for `t < state.n_tokens`: `X [n_tokens, k] · W^T`.
+/// Each workgroup decodes a weight row once for 8 tokens. One pipeline per weight format.
+#[derive(Debug, Clone)]
+pub struct MatMul {
+    pipeline: Pipeline,
+    format: WeightFormat,
+}
+
+/// [`MatMul`] bound to a weight and buffers: one dispatch per weight chunk.
+#[derive(Debug, Clone)]
+pub struct MatMulCall {
+    chunks: Vec<(Bound, (u32, u32))>,
+    max_tokens: u32,
+    max_dim: u32,
+}
+
+impl MatMul {
+    pub async fn new(ctx: &GpuContext, format: WeightFormat) -> Result<Self> {
+        let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL]);
+        let slots = [Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::ReadWrite];
+        let pipeline = Pipeline::new(ctx, "matmul", &source, &slots).await?;
+        Ok(Self { pipeline, format })
+    }
+
+    pub fn format(&self) -> WeightFormat {
+        self.format
+    }
+
+    /// * `w`: `[k, n]` weight; `x`: `[max_tokens, k]` f32; `y`: `[max_tokens, n]` f32.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        w: &GpuWeight,
+        state: &wgpu::Buffer,
+        x: &wgpu::Buffer,
+        y: &wgpu::Buffer,
+        max_tokens: u32,
+    ) -> Result<MatMulCall> {
+        require(w.format == self.format, "matmul: weight format differs from the kernel's")?;
+        require(max_tokens > 0, "matmul: max_tokens must be > 0")?;
+        let t = u64::from(max_tokens);
+        check_buffer(ctx, "matmul state", state, 4)?;
+        check_buffer(ctx, "matmul x", x, t * u64::from(w.k))?;
+        check_buffer(ctx, "matmul y", y, t * u64::from(w.n))?;
+        let chunks = w
+            .chunks()
+            .iter()
+            .map(|c| {
+                let params = MatMulParams {
+                    k: w.k,
+                    n_rows: c.rows,
+                    row0: c.row0,
+                    n: w.n,
+                };
+                let g = grid(u64::from(c.rows), max_groups(ctx))?;
+                Ok((self.pipeline.bind(ctx, &params, &[state, &c.buffer, x, y]), g))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MatMulCall {
+            chunks,
+            max_tokens,
+            max_dim: max_groups(ctx),
+        })
+    }
+}
+
+impl MatMulCall {
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
+        check_tokens("matmul", n_tokens, self.max_tokens)?;
+        let z = check_dim(u64::from(n_tokens.div_ceil(TOKENS)), self.max_dim)?;
+        for (bound, (gx, gy)) in &self.chunks {
+            bound.dispatch(pass, [*gx, *gy, z]);
+        }
+        Ok(())
+    }
+}

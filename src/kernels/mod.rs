@@ -1,0 +1,300 @@
+//! The compute kernels of the Llama forward pass, each one Rust type that owns its contract.
+//!
+//! # Shape of a kernel
+//! Every kernel is built once per variant (`X::new(ctx, ...)`, which compiles its WGSL and
+//! creates its pipeline with an *explicit* bind-group layout) and then bound to buffers any
+//! number of times (`x.bind(ctx, ...)` → an `XCall` owning its uniform buffer and bind
+//! group(s), after checking buffer sizes and limits). `XCall::record(&mut pass, ...)` only
+//! sets the pipeline and bind group and dispatches, so a whole forward pass — and later a
+//! whole generation — is recorded into one `wgpu::ComputePass` the caller owns.
+//!
+//! # Binding conventions
+//! In every kernel, `@group(0)`: binding 0 is the kernel's uniform `Params` (shape constants
+//! written once at bind time: dims, eps, rope base), binding 1 the `state` buffer when the
+//! kernel reads it, then the inputs, then the outputs (`read_write`). Each `Params` is a
+//! `#[repr(C)]` bytemuck struct whose size is asserted at compile time and mirrored field for
+//! field (same order, 16-byte multiple) by the `Params` struct at the top of its WGSL file.
+//! Activations are f32, row-major `[n_tokens, dim]`.
+//!
+//! # The `state` buffer: nothing per token comes from the CPU
+//! Per-token inputs live in GPU buffers, never in uniforms written between dispatches:
+//! * `state` ([`DecodeState`], 16 bytes, STORAGE): `pos` (first position of this step =
+//!   tokens already in the KV cache) and `n_tokens` (tokens in this step: the prompt length
+//!   when prefilling, 1 when decoding). Kernels read it; [`Advance`] moves it on
+//!   (`pos += n_tokens; n_tokens = 1`).
+//! * `tokens` (`[n_ctx]` u32, one id per position): the host writes the prompt at
+//!   `0..n`; [`Embed`] reads `tokens[pos + t]`; [`Argmax`] writes `tokens[pos + n_tokens]`.
+//! * the KV cache (`[n_head_kv, n_ctx, head_dim]` f32 per layer for K and for V):
+//!   [`KvStore`] writes rows `pos..pos + n_tokens`, [`Attention`] reads `0..=pos + t`.
+//!
+//! Dispatch sizes are fixed at record time from the token count the host passes (1 for
+//! decode); kernels bound-check against `state.n_tokens` so a grid may be larger than needed.
+//!
+//! # Weights
+//! Weights stay in their ggml format on the GPU ([`weights`]): each format has a small WGSL
+//! decoder (`weights_<format>.wgsl`, defining `w_load8`) that is prepended to the kernel that
+//! reads weights ([`Embed`], [`MatVec`], [`MatMul`]), so one kernel file serves every format.
+//! A weight larger than a storage binding is split by rows into chunks; the calls record one
+//! dispatch per chunk.
+
+mod add;
+mod argmax;
+mod attention;
+mod embed;
+mod kv_store;
+mod matmul;
+mod matvec;
+mod rms_norm;
+mod rope;
+mod state;
+mod swiglu;
+pub mod weights;
+
+pub use add::{Add, AddCall};
+pub use argmax::{Argmax, ArgmaxCall};
+pub use attention::{Attention, AttentionCall, AttentionShape};
+pub use embed::{Embed, EmbedCall};
+pub use kv_store::{KvStore, KvStoreCall};
+pub use matmul::{MatMul, MatMulCall};
+pub use matvec::{MatVec, MatVecCall};
+pub use rms_norm::{RmsNorm, RmsNormCall, RmsRows};
+pub use rope::{Rope, RopeCall, RopeStyle};
+pub use state::{Advance, AdvanceCall, DecodeState};
+pub use swiglu::{ElementwiseCall, SwiGlu, SwiGluCall};
+pub use weights::{GpuWeight, WeightFormat};
+
+use crate::error::{FuselmError, Result};
+use crate::gpu::GpuContext;
+use wgpu::util::DeviceExt;
+
+/// How one binding of a kernel's explicit layout is declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Uniform,
+    Read,
+    ReadWrite,
+}
+
+/// A compiled kernel variant: its pipeline and explicit bind-group layout.
+#[derive(Debug, Clone)]
+pub(crate) struct Pipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    label: &'static str,
+}
+
+impl Pipeline {
+    /// Compiles `source` and builds its pipeline (entry point `main`) with the layout `slots`.
+    pub(crate) async fn new(
+        ctx: &GpuContext,
+        label: &'static str,
+        source: &str,
+        slots: &[Slot],
+    ) -> Result<Self> {
+        let module = ctx.shader(label, source).await?;
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = slots
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: match slot {
+                        Slot::Uniform => wgpu::BufferBindingType::Uniform,
+                        Slot::Read => wgpu::BufferBindingType::Storage { read_only: true },
+                        Slot::ReadWrite => wgpu::BufferBindingType::Storage { read_only: false },
+                    },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
+        let device = &ctx.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(label),
+            entries: &entries,
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(label),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(label),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = scope.pop().await {
+            return Err(FuselmError::Gpu(format!("pipeline {label}: {e}")));
+        }
+        Ok(Self {
+            pipeline,
+            layout,
+            label,
+        })
+    }
+
+    /// A bind group with `buffers[i]` (whole) at binding `i`.
+    fn bind_group(&self, ctx: &GpuContext, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(self.label),
+            layout: &self.layout,
+            entries: &entries,
+        })
+    }
+
+    /// A [`Bound`] call: a uniform buffer holding `params` at binding 0, then `buffers`.
+    pub(crate) fn bind<P: bytemuck::Pod>(
+        &self,
+        ctx: &GpuContext,
+        params: &P,
+        buffers: &[&wgpu::Buffer],
+    ) -> Bound {
+        let uniform = ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(self.label),
+                contents: bytemuck::bytes_of(params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let mut all = Vec::with_capacity(buffers.len() + 1);
+        all.push(&uniform);
+        all.extend_from_slice(buffers);
+        Bound {
+            pipeline: self.pipeline.clone(),
+            bind_group: self.bind_group(ctx, &all),
+        }
+    }
+
+    /// A [`Bound`] call without a uniform (the layout starts at `buffers[0]`).
+    pub(crate) fn bind_plain(&self, ctx: &GpuContext, buffers: &[&wgpu::Buffer]) -> Bound {
+        Bound {
+            pipeline: self.pipeline.clone(),
+            bind_group: self.bind_group(ctx, buffers),
+        }
+    }
+}
+
+/// A pipeline with one bind group, ready to dispatch into a pass.
+#[derive(Debug, Clone)]
+pub(crate) struct Bound {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+}
+
+impl Bound {
+    pub(crate) fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, groups: [u32; 3]) {
+        if groups.contains(&0) {
+            return;
+        }
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+    }
+}
+
+/// Concatenates WGSL parts (common declarations, a weight decoder, the kernel) into one module.
+pub(crate) fn compose(parts: &[&str]) -> String {
+    parts.join("\n")
+}
+
+/// Folds `groups` workgroups into an (x, y) grid within maxComputeWorkgroupsPerDimension;
+/// kernels recover the linear index as `x + y * num_workgroups.x` and bound-check it.
+pub(crate) fn grid(groups: u64, max_per_dim: u32) -> Result<(u32, u32)> {
+    let max = u64::from(max_per_dim.max(1));
+    if groups <= max {
+        return Ok((groups as u32, 1));
+    }
+    let y = groups.div_ceil(max);
+    if y > max {
+        return Err(FuselmError::LimitExceeded {
+            limit: "maxComputeWorkgroupsPerDimension",
+            needed: groups,
+            available: max * max,
+        });
+    }
+    Ok((max as u32, y as u32))
+}
+
+/// Checks one dispatch dimension against maxComputeWorkgroupsPerDimension.
+pub(crate) fn check_dim(groups: u64, max_per_dim: u32) -> Result<u32> {
+    if groups > u64::from(max_per_dim) {
+        return Err(FuselmError::LimitExceeded {
+            limit: "maxComputeWorkgroupsPerDimension",
+            needed: groups,
+            available: u64::from(max_per_dim),
+        });
+    }
+    Ok(groups as u32)
+}
+
+/// Checks that `buffer` holds at least `elements` 4-byte values and is bindable as storage.
+pub(crate) fn check_buffer(
+    ctx: &GpuContext,
+    what: &str,
+    buffer: &wgpu::Buffer,
+    elements: u64,
+) -> Result<()> {
+    if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
+        return Err(FuselmError::InvalidArgument(format!(
+            "{what}: buffer lacks STORAGE usage"
+        )));
+    }
+    let needed = elements.saturating_mul(4);
+    if buffer.size() < needed.max(4) {
+        return Err(FuselmError::InvalidArgument(format!(
+            "{what}: buffer of {} bytes, needs {needed}",
+            buffer.size()
+        )));
+    }
+    check_binding_size(ctx, buffer.size())
+}
+
+/// Checks a whole-buffer storage binding against maxStorageBufferBindingSize.
+pub(crate) fn check_binding_size(ctx: &GpuContext, bytes: u64) -> Result<()> {
+    let available = ctx.device.limits().max_storage_buffer_binding_size;
+    if bytes > available {
+        return Err(FuselmError::LimitExceeded {
+            limit: "maxStorageBufferBindingSize",
+            needed: bytes,
+            available,
+        });
+    }
+    Ok(())
+}
+
+/// Checks `n_tokens` against the capacity a call was bound for.
+pub(crate) fn check_tokens(what: &str, n_tokens: u32, capacity: u32) -> Result<()> {
+    if n_tokens > capacity {
+        return Err(FuselmError::InvalidArgument(format!(
+            "{what}: {n_tokens} tokens, buffers bound for {capacity}"
+        )));
+    }
+    Ok(())
+}
+
+/// Rejects zero or otherwise invalid dims with a message naming them.
+pub(crate) fn require(cond: bool, what: &str) -> Result<()> {
+    if cond {
+        Ok(())
+    } else {
+        Err(FuselmError::InvalidArgument(what.to_string()))
+    }
+}
+
+pub(crate) fn max_groups(ctx: &GpuContext) -> u32 {
+    ctx.device.limits().max_compute_workgroups_per_dimension
+}

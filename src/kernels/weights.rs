@@ -1,0 +1,342 @@
+//! Weight matrices on the GPU, kept in their ggml format.
+//!
+//! Convention (ggml's): a tensor with dims `[k, n]` (`dims[0] = k` contiguous) is `n` rows of
+//! `k` values, and `y[r] = sum_c W[r][c] x[c]`.
+//!
+//! # GPU layouts (after [`repack`])
+//! WGSL storage is read in u32 words, and ggml's Q8_0 (34-byte) and Q4_0 (18-byte) blocks
+//! are not 4-byte aligned. Rather than shifting unaligned bytes in every kernel, [`repack`]
+//! inserts two zero bytes after the f16 scale of each block; nothing else changes:
+//!
+//! | format | ggml block | GPU block | words | contents (little-endian) |
+//! |---|---|---|---|---|
+//! | F32  | 4 B / 1  | same  | 1 per value | f32 |
+//! | F16  | 2 B / 1  | same  | ½ per value | f16; element i in the low half of word i/2 if i is even |
+//! | Q8_0 | 34 B / 32 | 36 B | 9 | word 0: f16 d (low half), 0 (high); words 1..8: 32 × i8 |
+//! | Q4_0 | 18 B / 32 | 20 B | 5 | word 0: f16 d, 0; words 1..4: 16 bytes of nibble pairs |
+//! | Q4_1 | 20 B / 32 | same | 5 | word 0: f16 d (low), f16 m (high); words 1..4: nibbles |
+//!
+//! Nibbles: element j < 16 of a block is the low nibble of quant byte j, element j + 16 its
+//! high nibble. The WGSL decoders are `shaders/weights_<format>.wgsl`; Q8_0 and Q4_0 cost
+//! 6% and 11% more memory than in the file.
+//!
+//! # Chunks
+//! A weight larger than maxStorageBufferBindingSize (or maxBufferSize) is split by rows into
+//! several buffers ([`WeightChunk`]); kernels record one dispatch per chunk. F16 rows with an
+//! odd `k` are split at even rows only, so every chunk starts on a word.
+
+use crate::error::{FuselmError, Result};
+use crate::gguf::GgmlType;
+use crate::gpu::GpuContext;
+use crate::shaders;
+use wgpu::util::DeviceExt;
+
+/// A weight format the kernels decode on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(non_camel_case_types)] // ggml's names
+pub enum WeightFormat {
+    F32,
+    F16,
+    Q8_0,
+    Q4_0,
+    Q4_1,
+}
+
+impl WeightFormat {
+    pub const ALL: [WeightFormat; 5] = [
+        WeightFormat::F32,
+        WeightFormat::F16,
+        WeightFormat::Q8_0,
+        WeightFormat::Q4_0,
+        WeightFormat::Q4_1,
+    ];
+
+    /// The GPU format for a ggml type, or `InvalidArgument` for types with no GPU decoder.
+    pub fn from_ggml(ty: GgmlType) -> Result<Self> {
+        Ok(match ty {
+            GgmlType::F32 => WeightFormat::F32,
+            GgmlType::F16 => WeightFormat::F16,
+            GgmlType::Q8_0 => WeightFormat::Q8_0,
+            GgmlType::Q4_0 => WeightFormat::Q4_0,
+            GgmlType::Q4_1 => WeightFormat::Q4_1,
+            other => {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "no GPU kernel for weights of type {other}"
+                )))
+            }
+        })
+    }
+
+    pub fn ggml(self) -> GgmlType {
+        match self {
+            WeightFormat::F32 => GgmlType::F32,
+            WeightFormat::F16 => GgmlType::F16,
+            WeightFormat::Q8_0 => GgmlType::Q8_0,
+            WeightFormat::Q4_0 => GgmlType::Q4_0,
+            WeightFormat::Q4_1 => GgmlType::Q4_1,
+        }
+    }
+
+    /// Values per block (1 for float formats).
+    pub fn block_len(self) -> u64 {
+        match self {
+            WeightFormat::F32 | WeightFormat::F16 => 1,
+            _ => 32,
+        }
+    }
+
+    /// Bytes per block in the GPU layout.
+    pub fn gpu_block_bytes(self) -> u64 {
+        match self {
+            WeightFormat::F32 => 4,
+            WeightFormat::F16 => 2,
+            WeightFormat::Q8_0 => 36,
+            WeightFormat::Q4_0 | WeightFormat::Q4_1 => 20,
+        }
+    }
+
+    /// Bytes of one row of `k` values in the GPU layout.
+    pub fn gpu_row_bytes(self, k: u64) -> u64 {
+        k / self.block_len() * self.gpu_block_bytes()
+    }
+
+    /// The WGSL decoder (`w_load8`) for this format.
+    pub(crate) fn decoder(self) -> &'static str {
+        match self {
+            WeightFormat::F32 => shaders::WEIGHTS_F32,
+            WeightFormat::F16 => shaders::WEIGHTS_F16,
+            WeightFormat::Q8_0 => shaders::WEIGHTS_Q8_0,
+            WeightFormat::Q4_0 => shaders::WEIGHTS_Q4_0,
+            WeightFormat::Q4_1 => shaders::WEIGHTS_Q4_1,
+        }
+    }
+}
+
+/// What [`repack`] produced: the format and its GPU block geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WeightLayout {
+    pub format: WeightFormat,
+    /// Values per block.
+    pub block_len: u64,
+    /// Bytes per block on the GPU (see the module table).
+    pub gpu_block_bytes: u64,
+}
+
+/// Converts ggml tensor bytes of type `ty` into the GPU layout (module docs). Pure; the
+/// result is not padded to 4 bytes (an odd count of F16 values stays odd).
+pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Vec<u8>)> {
+    let format = WeightFormat::from_ggml(ty)?;
+    let layout = WeightLayout {
+        format,
+        block_len: format.block_len(),
+        gpu_block_bytes: format.gpu_block_bytes(),
+    };
+    let block = ty.block_bytes();
+    if block == 0 || bytes.len() % block != 0 {
+        return Err(FuselmError::InvalidArgument(format!(
+            "{ty} data of {} bytes is not a whole number of {block}-byte blocks",
+            bytes.len()
+        )));
+    }
+    let out = match format {
+        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::Q4_1 => bytes.to_vec(),
+        WeightFormat::Q8_0 | WeightFormat::Q4_0 => {
+            let mut out = Vec::with_capacity(bytes.len() / block * (block + 2));
+            for b in bytes.chunks_exact(block) {
+                out.extend_from_slice(&b[..2]);
+                out.extend_from_slice(&[0, 0]);
+                out.extend_from_slice(&b[2..]);
+            }
+            out
+        }
+    };
+    Ok((layout, out))
+}
+
+/// One row-range of a weight in its own buffer.
+#[derive(Debug)]
+pub struct WeightChunk {
+    pub buffer: wgpu::Buffer,
+    /// Index of the chunk's first row in the whole weight.
+    pub row0: u32,
+    pub rows: u32,
+}
+
+/// A `[k, n]` weight (n rows of k values) resident on the GPU in its format.
+#[derive(Debug)]
+pub struct GpuWeight {
+    pub format: WeightFormat,
+    pub k: u32,
+    pub n: u32,
+    chunks: Vec<WeightChunk>,
+}
+
+impl GpuWeight {
+    /// Uploads ggml bytes of a `[k, n]` tensor of type `ty`, split into row-chunks no larger
+    /// than maxStorageBufferBindingSize and maxBufferSize.
+    pub fn upload(
+        ctx: &GpuContext,
+        label: &str,
+        ty: GgmlType,
+        k: u64,
+        n: u64,
+        bytes: &[u8],
+    ) -> Result<Self> {
+        let limits = ctx.device.limits();
+        let max = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        Self::upload_chunked(ctx, label, ty, k, n, bytes, max)
+    }
+
+    /// [`GpuWeight::upload`] with chunks of at most `max_chunk_bytes` (tests use it to force
+    /// splitting on small weights).
+    pub fn upload_chunked(
+        ctx: &GpuContext,
+        label: &str,
+        ty: GgmlType,
+        k: u64,
+        n: u64,
+        bytes: &[u8],
+        max_chunk_bytes: u64,
+    ) -> Result<Self> {
+        let format = WeightFormat::from_ggml(ty)?;
+        let (k32, n32) = match (u32::try_from(k), u32::try_from(n)) {
+            (Ok(k32), Ok(n32)) if k32 > 0 && n32 > 0 => (k32, n32),
+            _ => {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "weight {label}: dims [{k}, {n}] must be in 1..2^32"
+                )))
+            }
+        };
+        if k % format.block_len() != 0 {
+            return Err(FuselmError::InvalidArgument(format!(
+                "weight {label}: k = {k} is not a multiple of the {ty} block ({})",
+                format.block_len()
+            )));
+        }
+        let expected = ty.row_bytes(k).and_then(|r| r.checked_mul(n));
+        if expected != Some(bytes.len() as u64) {
+            return Err(FuselmError::InvalidArgument(format!(
+                "weight {label}: {} bytes for {ty} [{k}, {n}], expected {expected:?}",
+                bytes.len()
+            )));
+        }
+        let rows = rows_per_chunk(format, k, max_chunk_bytes)?;
+        let (_, packed) = repack(ty, bytes)?;
+        let row_bytes = format.gpu_row_bytes(k);
+        let mut chunks = Vec::new();
+        let mut row0 = 0u64;
+        while row0 < n {
+            let count = rows.min(n - row0);
+            let start = (row0 * row_bytes) as usize;
+            let end = ((row0 + count) * row_bytes) as usize;
+            let mut data = packed[start..end].to_vec();
+            data.resize(data.len().div_ceil(4).max(1) * 4, 0);
+            let buffer = ctx
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(label),
+                    contents: &data,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                });
+            chunks.push(WeightChunk {
+                buffer,
+                row0: row0 as u32,
+                rows: count as u32,
+            });
+            row0 += count;
+        }
+        Ok(Self {
+            format,
+            k: k32,
+            n: n32,
+            chunks,
+        })
+    }
+
+    pub fn chunks(&self) -> &[WeightChunk] {
+        &self.chunks
+    }
+}
+
+/// Rows per chunk so that a chunk (padded to 4 bytes) fits `max_bytes` and starts on a word.
+fn rows_per_chunk(format: WeightFormat, k: u64, max_bytes: u64) -> Result<u64> {
+    let row_bytes = format.gpu_row_bytes(k);
+    let mut rows = max_bytes.saturating_sub(3) / row_bytes.max(1);
+    if row_bytes % 4 != 0 {
+        rows &= !1; // odd-k F16: an even row count keeps every chunk word-aligned
+    }
+    if rows == 0 {
+        return Err(FuselmError::LimitExceeded {
+            limit: "maxStorageBufferBindingSize",
+            needed: row_bytes * if row_bytes % 4 != 0 { 2 } else { 1 },
+            available: max_bytes,
+        });
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::{dequantize, quantize_q4_0, quantize_q4_1, quantize_q8_0};
+
+    fn values(n: usize) -> Vec<f32> {
+        (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect()
+    }
+
+    /// Decodes one GPU-layout block the way the WGSL decoders do.
+    fn decode_gpu(format: WeightFormat, block: &[u8]) -> Vec<f32> {
+        let half = |o: usize| crate::gguf::f16_to_f32(u16::from_le_bytes([block[o], block[o + 1]]));
+        let nib = |j: usize| {
+            let b = block[4 + j % 16];
+            f32::from(if j < 16 { b & 15 } else { b >> 4 })
+        };
+        match format {
+            WeightFormat::Q8_0 => (0..32).map(|j| f32::from(block[4 + j] as i8) * half(0)).collect(),
+            WeightFormat::Q4_0 => (0..32).map(|j| (nib(j) - 8.0) * half(0)).collect(),
+            WeightFormat::Q4_1 => (0..32).map(|j| nib(j) * half(0) + half(2)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn repacked_blocks_decode_like_ggml() {
+        let x = values(96);
+        let cases = [
+            (GgmlType::Q8_0, quantize_q8_0(&x)),
+            (GgmlType::Q4_0, quantize_q4_0(&x)),
+            (GgmlType::Q4_1, quantize_q4_1(&x)),
+        ];
+        for (ty, bytes) in cases {
+            let (layout, packed) = repack(ty, &bytes).unwrap();
+            assert_eq!(packed.len() as u64, 3 * layout.gpu_block_bytes, "{ty}");
+            assert_eq!(packed.len() % 4, 0, "{ty}");
+            let want = dequantize(ty, &bytes, 96).unwrap();
+            let got: Vec<f32> = packed
+                .chunks_exact(layout.gpu_block_bytes as usize)
+                .flat_map(|b| decode_gpu(layout.format, b))
+                .collect();
+            assert_eq!(got, want, "{ty}");
+        }
+    }
+
+    #[test]
+    fn repack_rejects_partial_blocks_and_unsupported_types() {
+        assert!(repack(GgmlType::Q8_0, &[0; 33]).is_err());
+        assert!(repack(GgmlType::Q4_K, &[0; 144]).is_err());
+        let (_, same) = repack(GgmlType::F16, &[1, 2, 3, 4, 5, 6]).unwrap();
+        assert_eq!(same, [1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn chunks_are_word_aligned() {
+        assert_eq!(rows_per_chunk(WeightFormat::F16, 33, 700).unwrap(), 10);
+        assert_eq!(rows_per_chunk(WeightFormat::Q8_0, 64, 200).unwrap(), 2);
+        assert!(matches!(
+            rows_per_chunk(WeightFormat::F32, 100, 300),
+            Err(FuselmError::LimitExceeded { .. })
+        ));
+    }
+}

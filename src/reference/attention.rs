@@ -1,0 +1,63 @@
+//! Causal grouped-query attention.
+
+use super::softmax;
+
+/// Attention of one token's queries `q` (`[n_head, head_dim]`) over `seq = keys.len() /
+/// (n_head_kv * head_dim)` visible positions; `keys`, `values`: `[seq, n_head_kv, head_dim]`.
+/// Query head `h` uses KV head `h / (n_head / n_head_kv)`; scores are scaled by
+/// `1 / sqrt(head_dim)`. Returns `[n_head, head_dim]`.
+pub fn attention(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    n_head: usize,
+    n_head_kv: usize,
+    head_dim: usize,
+) -> Vec<f32> {
+    let kv_row = n_head_kv * head_dim;
+    let seq = keys.len() / kv_row.max(1);
+    let group = n_head / n_head_kv.max(1);
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    let mut out = vec![0.0; n_head * head_dim];
+    for h in 0..n_head {
+        let qh = &q[h * head_dim..(h + 1) * head_dim];
+        let kv = (h / group) * head_dim;
+        let scores: Vec<f32> = (0..seq)
+            .map(|p| {
+                let kp = &keys[p * kv_row + kv..p * kv_row + kv + head_dim];
+                qh.iter().zip(kp).map(|(a, b)| a * b).sum::<f32>() * scale
+            })
+            .collect();
+        let probs = softmax(&scores);
+        let o = &mut out[h * head_dim..(h + 1) * head_dim];
+        for (p, w) in probs.iter().enumerate() {
+            let vp = &values[p * kv_row + kv..p * kv_row + kv + head_dim];
+            for (od, vd) in o.iter_mut().zip(vp) {
+                *od += w * vd;
+            }
+        }
+    }
+    out
+}
+
+/// Causal attention for a step of tokens starting at position `pos0`: token `t` of `q`
+/// (`[n_tokens, n_head, head_dim]`) sees positions `0..=pos0 + t` of `keys`/`values`
+/// (`[>= pos0 + n_tokens, n_head_kv, head_dim]`, the cache including this step's rows).
+pub fn causal_attention(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    pos0: usize,
+    n_head: usize,
+    n_head_kv: usize,
+    head_dim: usize,
+) -> Vec<f32> {
+    let kv_row = n_head_kv * head_dim;
+    q.chunks(n_head * head_dim)
+        .enumerate()
+        .flat_map(|(t, qt)| {
+            let seq = pos0 + t + 1;
+            attention(qt, &keys[..seq * kv_row], &values[..seq * kv_row], n_head, n_head_kv, head_dim)
+        })
+        .collect()
+}
