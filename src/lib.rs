@@ -9,6 +9,8 @@ pub mod error;
 pub mod gpu;
 pub mod probe;
 pub mod shaders;
+pub mod tokenizer;
+pub mod chat_template;
 
 #[cfg(target_arch = "wasm32")]
 pub mod web;
