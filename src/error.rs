@@ -30,6 +30,22 @@ pub enum FuselmError {
     #[error("GPU error: {0}")]
     Gpu(String),
 
+    /// The model file is not a valid or supported GGUF (names the key, tensor or offset).
+    #[error("invalid model file: {0}")]
+    Gguf(#[from] crate::gguf::GgufError),
+
+    /// The model's vocabulary could not be turned into a tokenizer.
+    #[error("tokenizer: {0}")]
+    Tokenizer(#[from] crate::tokenizer::TokenizerError),
+
+    /// The chat template failed to parse or render.
+    #[error("chat template: {0}")]
+    Template(#[from] crate::chat_template::TemplateError),
+
+    /// The generation was aborted by the caller.
+    #[error("generation aborted")]
+    Aborted,
+
     /// Bad arguments from the caller.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -45,6 +61,10 @@ pub enum ErrorKind {
     DeviceRequest,
     LimitExceeded,
     Gpu,
+    InvalidModel,
+    Tokenizer,
+    Template,
+    Aborted,
     InvalidArgument,
 }
 
@@ -56,6 +76,10 @@ impl ErrorKind {
             ErrorKind::DeviceRequest => "device-request",
             ErrorKind::LimitExceeded => "limit-exceeded",
             ErrorKind::Gpu => "gpu",
+            ErrorKind::InvalidModel => "invalid-model",
+            ErrorKind::Tokenizer => "tokenizer",
+            ErrorKind::Template => "template",
+            ErrorKind::Aborted => "aborted",
             ErrorKind::InvalidArgument => "invalid-argument",
         }
     }
@@ -69,6 +93,10 @@ impl FuselmError {
             FuselmError::DeviceRequest { .. } => ErrorKind::DeviceRequest,
             FuselmError::LimitExceeded { .. } => ErrorKind::LimitExceeded,
             FuselmError::Gpu(_) => ErrorKind::Gpu,
+            FuselmError::Gguf(_) => ErrorKind::InvalidModel,
+            FuselmError::Tokenizer(_) => ErrorKind::Tokenizer,
+            FuselmError::Template(_) => ErrorKind::Template,
+            FuselmError::Aborted => ErrorKind::Aborted,
             FuselmError::InvalidArgument(_) => ErrorKind::InvalidArgument,
         }
     }
@@ -88,6 +116,10 @@ mod tests {
             ErrorKind::DeviceRequest,
             ErrorKind::LimitExceeded,
             ErrorKind::Gpu,
+            ErrorKind::InvalidModel,
+            ErrorKind::Tokenizer,
+            ErrorKind::Template,
+            ErrorKind::Aborted,
             ErrorKind::InvalidArgument,
         ] {
             let json = serde_json::to_string(&kind).unwrap_or_default();

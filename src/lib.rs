@@ -6,7 +6,10 @@
 
 pub mod clock;
 pub mod error;
+pub mod gguf;
 pub mod gpu;
+pub mod model;
+pub mod reference;
 pub mod probe;
 pub mod shaders;
 pub mod tokenizer;

@@ -1,19 +1,18 @@
 //! Exactness against llama.cpp: `shared/fixtures/smollm2/{tokenize,chat_template}.jsonl`
 //! were produced by llama.cpp and jinja2 from SmolLM2-135M-Instruct.
 //!
-//! The vocabulary comes from the model file, which is not committed. Until the GGUF
-//! reader builds a `VocabSpec` directly, the test loads the `tokenizer.*` metadata as
-//! JSON from `$FUSELM_VOCAB_JSON` (keys as in GGUF: "tokenizer.ggml.tokens", ...) and
-//! is skipped without it. `check_fixtures` / `check_chat_template_fixtures` take any
-//! `Tokenizer`, so the GGUF-based test only has to build one and call them.
+//! The vocabulary comes from the model file (not committed): `common::default_model()` runs
+//! `scripts/fetch-model` when it is missing, so these tests never skip.
 
 // Reads files / uses serde_json, which the crate has on native targets only.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use std::path::PathBuf;
 
 use fuselm::chat_template::{ChatMessage, ChatTemplate};
-use fuselm::tokenizer::{StreamDecoder, Tokenizer, VocabSpec};
+use fuselm::tokenizer::{StreamDecoder, Tokenizer};
 use serde_json::Value;
 
 fn fixtures_dir() -> PathBuf {
@@ -71,71 +70,27 @@ pub fn check_chat_template_fixtures(tok: &Tokenizer) {
     }
 }
 
-/// A `VocabSpec` from GGUF `tokenizer.*` metadata dumped as a JSON object.
-pub fn spec_from_metadata_json(json: &Value) -> VocabSpec {
-    let get = |k: &str| json.get(format!("tokenizer.{k}").as_str());
-    let strings = |k: &str| {
-        get(k)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(|s| s.as_str().unwrap().to_string()).collect())
-    };
-    let id = |k: &str| get(k).and_then(Value::as_u64).map(|v| v as u32);
-    let flag = |k: &str| get(k).and_then(Value::as_bool);
-    VocabSpec {
-        model: get("ggml.model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        pre: get("ggml.pre").and_then(Value::as_str).map(str::to_string),
-        tokens: strings("ggml.tokens").unwrap_or_default(),
-        token_types: get("ggml.token_type")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(|t| t.as_i64().unwrap() as i32).collect()),
-        scores: get("ggml.scores")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(|t| t.as_f64().unwrap() as f32).collect()),
-        merges: strings("ggml.merges"),
-        bos: id("ggml.bos_token_id"),
-        eos: id("ggml.eos_token_id"),
-        eot: id("ggml.eot_token_id"),
-        eom: id("ggml.eom_token_id"),
-        unk: id("ggml.unknown_token_id"),
-        pad: id("ggml.padding_token_id"),
-        add_bos: flag("ggml.add_bos_token"),
-        add_eos: flag("ggml.add_eos_token"),
-        add_space_prefix: flag("ggml.add_space_prefix"),
-        chat_template: get("chat_template")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-    }
-}
-
-fn smollm2_from_json() -> Option<Tokenizer> {
-    let Some(path) = std::env::var_os("FUSELM_VOCAB_JSON") else {
-        eprintln!("skipped: set FUSELM_VOCAB_JSON to SmolLM2's tokenizer metadata as JSON");
-        return None;
-    };
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    Some(Tokenizer::from_spec(spec_from_metadata_json(&json)).unwrap())
+/// SmolLM2's tokenizer, built from the real GGUF file (fetched by `scripts/fetch-model`).
+fn smollm2() -> Tokenizer {
+    let bytes = std::fs::read(common::default_model()).expect("read the default model");
+    let gguf = fuselm::gguf::Gguf::parse(&bytes).expect("parse the default model");
+    fuselm::model::tokenizer_from_gguf(&gguf).expect("tokenizer from GGUF metadata")
 }
 
 #[test]
 fn smollm2_tokenize_fixtures() {
-    if let Some(tok) = smollm2_from_json() {
-        let s = tok.summary();
-        assert_eq!(
-            (s.model.as_str(), s.pre.as_deref(), s.vocab_size),
-            ("gpt2", Some("smollm"), 49152)
-        );
-        assert_eq!((s.bos, s.eos, s.add_bos), (Some(1), Some(2), false));
-        assert!(tok.is_eog(2) && tok.is_eog(0) && !tok.is_eog(1));
-        check_fixtures(&tok);
-    }
+    let tok = smollm2();
+    let s = tok.summary();
+    assert_eq!(
+        (s.model.as_str(), s.pre.as_deref(), s.vocab_size),
+        ("gpt2", Some("smollm"), 49152)
+    );
+    assert_eq!((s.bos, s.eos, s.add_bos), (Some(1), Some(2), false));
+    assert!(tok.is_eog(2) && tok.is_eog(0) && !tok.is_eog(1));
+    check_fixtures(&tok);
 }
 
 #[test]
 fn smollm2_chat_template_fixtures() {
-    if let Some(tok) = smollm2_from_json() {
-        check_chat_template_fixtures(&tok);
-    }
+    check_chat_template_fixtures(&smollm2());
 }

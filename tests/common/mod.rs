@@ -21,3 +21,19 @@ macro_rules! gpu_test {
         }
     };
 }
+
+/// The default model (SmolLM2-135M-Instruct Q4_1), fetched and verified by `scripts/fetch-model`
+/// when it is not there yet. Native only: the browser tests use synthetic models.
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(dead_code)]
+pub fn default_model() -> std::path::PathBuf {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !path.exists() {
+        let status = std::process::Command::new(root.join("scripts/fetch-model"))
+            .status()
+            .expect("run scripts/fetch-model");
+        assert!(status.success(), "scripts/fetch-model failed");
+    }
+    path
+}

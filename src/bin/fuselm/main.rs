@@ -1,5 +1,16 @@
-//! The native `fuselm` command line: probe the adapter (later: inspect, tokenize, generate).
+//! The native `fuselm` command line: probe the adapter, inspect a model, tokenize, generate.
 
+/// `println!` that returns an error instead of panicking when stdout is closed (`| head`).
+#[cfg(not(target_arch = "wasm32"))]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod model_cmds;
 #[cfg(not(target_arch = "wasm32"))]
 mod probe_cmd;
 
@@ -22,19 +33,32 @@ fn main() -> std::process::ExitCode {
     enum Command {
         /// Report what the GPU adapter can do (identity, features, limits, model fit).
         Probe(probe_cmd::ProbeArgs),
+        /// Describe a GGUF model: hyper-parameters, tensor table, tokenizer.
+        Inspect(model_cmds::InspectArgs),
+        /// Tokenize TEXT with a model's vocabulary (or --decode IDS), as llama.cpp does.
+        Tokenize(model_cmds::TokenizeArgs),
     }
 
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Probe(args) => probe_cmd::run(args),
+        Command::Inspect(args) => model_cmds::inspect(args),
+        Command::Tokenize(args) => model_cmds::tokenize(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(e.as_ref()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fuselm: {e}");
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 // The package is also built for wasm32 (wasm-pack); the CLI is native only.

@@ -27,9 +27,9 @@ pub fn run(args: ProbeArgs) -> Result<(), Box<dyn Error>> {
     };
     let report = pollster::block_on(fuselm::probe(&options))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        out!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_human(&report);
+        print_human(&report)?;
     }
     Ok(())
 }
@@ -38,23 +38,23 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
-fn print_human(r: &AdapterReport) {
+fn print_human(r: &AdapterReport) -> std::io::Result<()> {
     let a = &r.adapter;
-    println!(
+    out!(
         "adapter      {} ({}, {})",
         a.device, a.backend, a.device_type
     );
-    println!("vendor       {}  {}", a.vendor, a.description);
+    out!("vendor       {}  {}", a.vendor, a.description);
     if a.is_software {
-        println!("             software adapter: expect CPU speed");
+        out!("             software adapter: expect CPU speed");
     }
     let f = &r.features;
-    println!(
+    out!(
         "features     shader-f16 {}  subgroups {} ({}..{})  timestamp-query {}",
         f.shader_f16, f.subgroups, f.subgroup_min_size, f.subgroup_max_size, f.timestamp_query
     );
     let (l, d) = (&r.limits, &r.webgpu_defaults);
-    println!(
+    out!(
         "limits       {:<40} {:>14} {:>14}",
         "", "adapter", "webgpu default"
     );
@@ -97,32 +97,34 @@ fn print_human(r: &AdapterReport) {
         ),
     ];
     for (name, adapter, default) in rows {
-        println!("             {name:<40} {adapter:>14} {default:>14}");
+        out!("             {name:<40} {adapter:>14} {default:>14}");
     }
     let fit = &r.fit;
-    println!(
+    out!(
         "fit          largest tensor {}  weights per dispatch {}",
         mib(fit.max_tensor_bytes),
         mib(fit.max_weight_bytes_per_dispatch)
     );
-    println!(
+    out!(
         "             f16 kernels {}  subgroup kernels {}  resident dim f32 {} / f16 {}",
         fit.f16_kernels, fit.subgroup_kernels, fit.max_resident_dim_f32, fit.max_resident_dim_f16
     );
     if let Some(b) = &r.bench {
-        let show = |name: &str, m: &Measurement| {
-            println!(
+        let show = |name: &str, m: &Measurement| -> std::io::Result<()> {
+            out!(
                 "bench        {name:<34} median {:>10.2} {:<5} (min {:.2}, max {:.2}; {:?})",
                 m.median, m.unit, m.min, m.max, m.timer
-            )
+            );
+            Ok(())
         };
-        show("dependent dispatch (one pass)", &b.dependent_dispatch);
-        show("submit + readback", &b.submit_and_readback);
-        show("read, 1 workgroup", &b.read_bandwidth_one_workgroup);
+        show("dependent dispatch (one pass)", &b.dependent_dispatch)?;
+        show("submit + readback", &b.submit_and_readback)?;
+        show("read, 1 workgroup", &b.read_bandwidth_one_workgroup)?;
         show(
             &format!("read, {} workgroups", b.many_workgroups),
             &b.read_bandwidth_many_workgroups,
-        );
-        println!("             ({} read per run)", mib(b.read_bytes));
+        )?;
+        out!("             ({} read per run)", mib(b.read_bytes));
     }
+    Ok(())
 }
