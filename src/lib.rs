@@ -8,6 +8,7 @@ pub mod clock;
 pub mod error;
 pub mod gguf;
 pub mod gpu;
+pub mod kernels;
 pub mod model;
 pub mod reference;
 pub mod probe;

@@ -12,14 +12,35 @@ async fn report_matches_adapter() {
         .expect("probe");
 
     let l = &report.limits;
-    assert_eq!(l.max_storage_buffer_binding_size, limits.max_storage_buffer_binding_size);
+    assert_eq!(
+        l.max_storage_buffer_binding_size,
+        limits.max_storage_buffer_binding_size
+    );
     assert_eq!(l.max_buffer_size, limits.max_buffer_size);
-    assert_eq!(l.max_compute_workgroup_storage_size, limits.max_compute_workgroup_storage_size);
-    assert_eq!(l.max_compute_invocations_per_workgroup, limits.max_compute_invocations_per_workgroup);
-    assert_eq!(l.max_compute_workgroup_size_x, limits.max_compute_workgroup_size_x);
-    assert_eq!(l.max_compute_workgroups_per_dimension, limits.max_compute_workgroups_per_dimension);
-    assert_eq!(l.max_storage_buffers_per_shader_stage, limits.max_storage_buffers_per_shader_stage);
-    assert_eq!(l.min_storage_buffer_offset_alignment, limits.min_storage_buffer_offset_alignment);
+    assert_eq!(
+        l.max_compute_workgroup_storage_size,
+        limits.max_compute_workgroup_storage_size
+    );
+    assert_eq!(
+        l.max_compute_invocations_per_workgroup,
+        limits.max_compute_invocations_per_workgroup
+    );
+    assert_eq!(
+        l.max_compute_workgroup_size_x,
+        limits.max_compute_workgroup_size_x
+    );
+    assert_eq!(
+        l.max_compute_workgroups_per_dimension,
+        limits.max_compute_workgroups_per_dimension
+    );
+    assert_eq!(
+        l.max_storage_buffers_per_shader_stage,
+        limits.max_storage_buffers_per_shader_stage
+    );
+    assert_eq!(
+        l.min_storage_buffer_offset_alignment,
+        limits.min_storage_buffer_offset_alignment
+    );
 
     // The WebGPU spec's default limits.
     let d = &report.webgpu_defaults;
@@ -33,7 +54,10 @@ async fn report_matches_adapter() {
     let f = &report.features;
     assert_eq!(f.shader_f16, features.contains(wgpu::Features::SHADER_F16));
     assert_eq!(f.subgroups, features.contains(wgpu::Features::SUBGROUP));
-    assert_eq!(f.timestamp_query, features.contains(wgpu::Features::TIMESTAMP_QUERY));
+    assert_eq!(
+        f.timestamp_query,
+        features.contains(wgpu::Features::TIMESTAMP_QUERY)
+    );
     assert_eq!(f.all, feature_names(features));
     if f.subgroups {
         assert_eq!(f.subgroup_min_size, info.subgroup_min_size);
@@ -42,12 +66,18 @@ async fn report_matches_adapter() {
     }
 
     let fit = &report.fit;
-    let tensor = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    let tensor = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
     assert_eq!(fit.max_tensor_bytes, tensor);
-    let weight_bindings = u64::from(limits.max_storage_buffers_per_shader_stage - fit.reserved_bindings);
+    let weight_bindings =
+        u64::from(limits.max_storage_buffers_per_shader_stage - fit.reserved_bindings);
     assert_eq!(fit.max_weight_bytes_per_dispatch, weight_bindings * tensor);
     assert_eq!(fit.f16_kernels, f.shader_f16);
-    assert_eq!(fit.max_resident_dim_f32, limits.max_compute_workgroup_storage_size / 8);
+    assert_eq!(
+        fit.max_resident_dim_f32,
+        limits.max_compute_workgroup_storage_size / 8
+    );
     assert!(report.bench.is_none(), "no benchmarks unless asked");
 
     // Both test machines are software adapters: lavapipe natively, SwiftShader in Chromium.
@@ -62,7 +92,10 @@ async fn report_matches_adapter() {
         assert_eq!(a.vendor, format!("{:#06x}", info.vendor));
     }
 }
-gpu_test!(report_matches_adapter_limits_and_features, report_matches_adapter);
+gpu_test!(
+    report_matches_adapter_limits_and_features,
+    report_matches_adapter
+);
 
 async fn bench_measures_each_cost() {
     let adapter = fuselm::gpu::request_adapter().await.expect("an adapter");
@@ -72,7 +105,9 @@ async fn bench_measures_each_cost() {
         bench_bytes: Some(8 << 20),
         runs: Some(3),
     };
-    let report = probe_adapter(adapter, &options).await.expect("probe with bench");
+    let report = probe_adapter(adapter, &options)
+        .await
+        .expect("probe with bench");
     let b = report.bench.expect("bench requested");
     assert_eq!(b.read_bytes, 8 << 20);
     assert_eq!(b.many_workgroups, 1024);
@@ -100,12 +135,15 @@ async fn bench_measures_each_cost() {
         b.dependent_dispatch
     );
 }
-gpu_test!(bench_measures_dispatch_roundtrip_and_bandwidth, bench_measures_each_cost);
+gpu_test!(
+    bench_measures_dispatch_roundtrip_and_bandwidth,
+    bench_measures_each_cost
+);
 
 async fn no_backend_is_a_typed_error() {
     let err = fuselm::gpu::request_adapter_with(wgpu::Backends::empty())
         .await
         .expect_err("no backend, no adapter");
-    assert_eq!(err.kind(), "no-adapter", "{err}");
+    assert_eq!(err.kind(), fuselm::error::ErrorKind::NoAdapter, "{err}");
 }
 gpu_test!(no_adapter_yields_typed_error, no_backend_is_a_typed_error);

@@ -10,10 +10,22 @@ fn fuselm() -> Command {
 #[test]
 fn probe_json_has_the_typescript_field_names() {
     let out = fuselm()
-        .args(["probe", "--json", "--bench", "--bench-bytes", "4194304", "--runs", "2"])
+        .args([
+            "probe",
+            "--json",
+            "--bench",
+            "--bench-bytes",
+            "4194304",
+            "--runs",
+            "2",
+        ])
         .output()
         .expect("run fuselm");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     for path in [
         "/adapter/isSoftware",

@@ -13,6 +13,9 @@
 //! * [`GgufStreamReader`] takes download chunks via `push` and emits [`StreamEvent::Header`]
 //!   then one [`StreamEvent::Tensor`] per tensor (in file-offset order) as soon as each is
 //!   complete, holding at most the tensor being filled; `finish` reports truncation.
+//!   The header is buffered until parsed (capped by [`DEFAULT_MAX_HEADER_BYTES`]) and is
+//!   reported at most ~1.5x its size late (re-parse attempts grow geometrically). Data the
+//!   whole-file parse reports as `TensorDataPastEnd` shows up in a stream as `Truncated`.
 //!
 //! # Validation
 //! Every inconsistency is a distinct [`GgufError`] variant: bad magic, unsupported version
@@ -35,7 +38,12 @@
 //!   bit-exact with ggml.
 //! * [`ModelConfig::from_gguf`]: llama/qwen2 hyper-parameters, checked against the tensors.
 //! * [`GgufWriter`] and [`quantize_q8_0`] / [`quantize_q4_0`] / [`quantize_q4_1`]: build
-//!   GGUF files for tests and synthetic models.
+//!   GGUF files for tests and synthetic models. The writer validates nothing, so tests can
+//!   also build broken files with it.
+//!
+//! Memory: nothing is allocated from a declared length or count before the bytes backing it
+//! are known to exist; arrays are stored typed (`Vec<u8>`, `Vec<String>`, ...), so metadata
+//! costs a small constant factor of its size in the file.
 
 mod cursor;
 mod dequant;

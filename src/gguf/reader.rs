@@ -91,10 +91,14 @@ impl Gguf {
     /// [`Gguf::parse_header`] with an explicit cap on the header size: declared lengths that
     /// would push the header past `max_header_bytes` fail with `HeaderTooLarge` / `LengthPastEnd`.
     pub fn parse_header_with_limit(prefix: &[u8], max_header_bytes: u64) -> Result<Option<(Gguf, usize)>, GgufError> {
-        Ok(parse_prefix(prefix, max_header_bytes)?.ok().map(|g| {
-            let off = g.data_offset as usize; // parse_prefix bounds it by the header limit
-            (g, off)
-        }))
+        match parse_prefix(prefix, max_header_bytes)? {
+            Ok(g) => match usize::try_from(g.data_offset) {
+                Ok(off) => Ok(Some((g, off))),
+                // Only on 32-bit targets, with a huge `general.alignment`.
+                Err(_) => Err(GgufError::HeaderTooLarge { limit: usize::MAX as u64 }),
+            },
+            Err(_) => Ok(None),
+        }
     }
 
     pub fn metadata(&self) -> &Metadata {
@@ -131,12 +135,11 @@ impl Gguf {
 }
 
 /// Prefix parse for the stream reader: `Ok(Err(needed_end))` means the header continues past
-/// `prefix` and at least `needed_end` bytes are needed before it can be parsed.
+/// `prefix` and at least `needed_end` bytes are needed before it can be parsed. The data
+/// section may start far past the header (a large `general.alignment` is legal): that
+/// padding is never buffered, so `data_offset` is not held to the header limit.
 pub(crate) fn parse_prefix(prefix: &[u8], max_header_bytes: u64) -> Result<Result<Gguf, u64>, GgufError> {
     match parse_with(&mut Cursor::prefix(prefix, max_header_bytes)) {
-        Ok(g) if g.data_offset > max_header_bytes || usize::try_from(g.data_offset).is_err() => {
-            Err(GgufError::HeaderTooLarge { limit: max_header_bytes })
-        }
         Ok(g) => Ok(Ok(g)),
         Err(GgufError::Truncated { offset, needed, .. }) => Ok(Err(offset.saturating_add(needed))),
         Err(e) => Err(e),

@@ -36,6 +36,13 @@ impl Add {
         let len = u64::from(max_tokens) * u64::from(n);
         check_buffer(ctx, "add delta", delta, len)?;
         check_buffer(ctx, "add acc", acc, len)?;
-        ElementwiseCall::new(ctx, &self.pipeline, "add", n, max_tokens, &[state, delta, acc])
+        ElementwiseCall::new(
+            ctx,
+            &self.pipeline,
+            "add",
+            n,
+            max_tokens,
+            &[state, delta, acc],
+        )
     }
 }

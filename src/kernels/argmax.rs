@@ -53,7 +53,7 @@ impl Argmax {
             _pad: [0; 3],
         };
         Ok(ArgmaxCall {
-            bound: self.pipeline.bind(ctx, &params, &[state, logits, tokens]),
+            bound: self.pipeline.bind(ctx, &params, &[state, logits, tokens])?,
         })
     }
 }

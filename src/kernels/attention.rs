@@ -1,6 +1,9 @@
-//! Causal grouped-query attention over the f32 KV cache.
+//! Causal grouped-query attention over the KV cache.
 
-use super::{check_buffer, check_dim, check_tokens, compose, max_groups, require, Bound, Pipeline, Slot};
+use super::{
+    check_buffer, check_bytes, check_dim, check_tokens, compose, max_groups, require, Bound,
+    Pipeline, Slot,
+};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -13,6 +16,36 @@ pub struct AttentionShape {
     pub head_dim: u32,
     /// KV cache capacity in positions.
     pub n_ctx: u32,
+}
+
+/// Element type of the KV cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KvFormat {
+    /// Works on every adapter.
+    F32,
+    /// Half the memory and bandwidth; needs `wgpu::Features::SHADER_F16` (absent in
+    /// browsers on SwiftShader and many others, so callers fall back to `F32`).
+    F16,
+}
+
+impl KvFormat {
+    pub fn bytes(self) -> u64 {
+        match self {
+            KvFormat::F32 => 4,
+            KvFormat::F16 => 2,
+        }
+    }
+
+    /// The WGSL prelude (`alias kv_t`), after checking the device can run it.
+    pub(crate) fn prelude(self, ctx: &GpuContext) -> Result<&'static str> {
+        match self {
+            KvFormat::F32 => Ok(shaders::KV_F32),
+            KvFormat::F16 if ctx.has(wgpu::Features::SHADER_F16) => Ok(shaders::KV_F16),
+            KvFormat::F16 => Err(FuselmError::InvalidArgument(
+                "f16 KV cache needs the shader-f16 feature, which this device lacks".into(),
+            )),
+        }
+    }
 }
 
 /// Largest head_dim attention.wgsl handles (4 output dims per invocation of 64).
@@ -42,9 +75,14 @@ impl AttentionShape {
         u64::from(self.n_head_kv) * u64::from(self.head_dim)
     }
 
-    /// Floats in one layer's K (or V) cache: `[n_head_kv, n_ctx, head_dim]`.
+    /// Elements in one layer's K (or V) cache: `[n_head_kv, n_ctx, head_dim]`.
     pub fn cache_len(&self) -> u64 {
         self.kv_row() * u64::from(self.n_ctx)
+    }
+
+    /// Bytes of one layer's K (or V) cache, rounded up to 4 (a storage-buffer multiple).
+    pub fn cache_bytes(&self, kv: KvFormat) -> u64 {
+        (self.cache_len() * kv.bytes()).div_ceil(4) * 4
     }
 }
 
@@ -66,6 +104,7 @@ const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 #[derive(Debug, Clone)]
 pub struct Attention {
     pipeline: Pipeline,
+    kv: KvFormat,
 }
 
 /// [`Attention`] bound to its buffers.
@@ -78,8 +117,9 @@ pub struct AttentionCall {
 }
 
 impl Attention {
-    pub async fn new(ctx: &GpuContext) -> Result<Self> {
-        let source = compose(&[shaders::COMMON, shaders::ATTENTION]);
+    /// An attention kernel over a `kv`-typed cache (F16 fails without SHADER_F16).
+    pub async fn new(ctx: &GpuContext, kv: KvFormat) -> Result<Self> {
+        let source = compose(&[kv.prelude(ctx)?, shaders::COMMON, shaders::ATTENTION]);
         let slots = [
             Slot::Uniform,
             Slot::Read,
@@ -89,11 +129,12 @@ impl Attention {
             Slot::ReadWrite,
         ];
         let pipeline = Pipeline::new(ctx, "attention", &source, &slots).await?;
-        Ok(Self { pipeline })
+        Ok(Self { pipeline, kv })
     }
 
     /// * `q`, `out`: `[max_tokens, n_head, head_dim]`;
-    /// * `k_cache`, `v_cache`: `[n_head_kv, n_ctx, head_dim]` (written by [`super::KvStore`]).
+    /// * `k_cache`, `v_cache`: `[n_head_kv, n_ctx, head_dim]` of the kernel's [`KvFormat`]
+    ///   (written by [`super::KvStore`]).
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
@@ -117,8 +158,9 @@ impl Attention {
         let t = u64::from(max_tokens);
         check_buffer(ctx, "attention state", state, 4)?;
         check_buffer(ctx, "attention q", q, t * shape.q_row())?;
-        check_buffer(ctx, "attention k_cache", k_cache, shape.cache_len())?;
-        check_buffer(ctx, "attention v_cache", v_cache, shape.cache_len())?;
+        let cache = shape.cache_bytes(self.kv);
+        check_bytes(ctx, "attention k_cache", k_cache, cache)?;
+        check_bytes(ctx, "attention v_cache", v_cache, cache)?;
         check_buffer(ctx, "attention out", out, t * shape.q_row())?;
         let params = AttentionParams {
             n_head: shape.n_head,
@@ -130,7 +172,9 @@ impl Attention {
         };
         let n_head = check_dim(u64::from(shape.n_head), max_groups(ctx))?;
         Ok(AttentionCall {
-            bound: self.pipeline.bind(ctx, &params, &[state, q, k_cache, v_cache, out]),
+            bound: self
+                .pipeline
+                .bind(ctx, &params, &[state, q, k_cache, v_cache, out])?,
             n_head,
             max_tokens,
             max_dim: max_groups(ctx),

@@ -1,7 +1,9 @@
 //! Token embedding lookup from a (possibly quantized, possibly chunked) table.
 
 use super::weights::{GpuWeight, WeightFormat};
-use super::{check_buffer, check_dim, check_tokens, compose, max_groups, require, Bound, Pipeline, Slot};
+use super::{
+    check_buffer, check_dim, check_tokens, compose, max_groups, require, Bound, Pipeline, Slot,
+};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -40,7 +42,13 @@ pub struct EmbedCall {
 impl Embed {
     pub async fn new(ctx: &GpuContext, format: WeightFormat) -> Result<Self> {
         let source = compose(&[shaders::COMMON, format.decoder(), shaders::EMBED]);
-        let slots = [Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::ReadWrite];
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+        ];
         let pipeline = Pipeline::new(ctx, "embed", &source, &slots).await?;
         Ok(Self { pipeline, format })
     }
@@ -57,11 +65,19 @@ impl Embed {
         out: &wgpu::Buffer,
         max_tokens: u32,
     ) -> Result<EmbedCall> {
-        require(table.format == self.format, "embed: table format differs from the kernel's")?;
+        require(
+            table.format == self.format,
+            "embed: table format differs from the kernel's",
+        )?;
         require(max_tokens > 0, "embed: max_tokens must be > 0")?;
         check_buffer(ctx, "embed state", state, 4)?;
         check_buffer(ctx, "embed tokens", tokens, 1)?;
-        check_buffer(ctx, "embed out", out, u64::from(max_tokens) * u64::from(table.k))?;
+        check_buffer(
+            ctx,
+            "embed out",
+            out,
+            u64::from(max_tokens) * u64::from(table.k),
+        )?;
         let groups_x = check_dim(u64::from(table.k).div_ceil(8).div_ceil(WG), max_groups(ctx))?;
         let chunks = table
             .chunks()
@@ -73,9 +89,10 @@ impl Embed {
                     row0: c.row0,
                     _pad: 0,
                 };
-                self.pipeline.bind(ctx, &params, &[state, tokens, &c.buffer, out])
+                self.pipeline
+                    .bind(ctx, &params, &[state, tokens, &c.buffer, out])
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         Ok(EmbedCall {
             chunks,
             groups_x,

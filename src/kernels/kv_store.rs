@@ -1,7 +1,10 @@
 //! Appending this step's K and V to the KV cache.
 
-use super::attention::AttentionShape;
-use super::{check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot};
+use super::attention::{AttentionShape, KvFormat};
+use super::{
+    check_buffer, check_bytes, check_tokens, compose, grid, max_groups, require, Bound, Pipeline,
+    Slot,
+};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -24,6 +27,7 @@ const WG: u64 = 64;
 #[derive(Debug, Clone)]
 pub struct KvStore {
     pipeline: Pipeline,
+    kv: KvFormat,
 }
 
 /// [`KvStore`] bound to one layer's buffers.
@@ -36,8 +40,9 @@ pub struct KvStoreCall {
 }
 
 impl KvStore {
-    pub async fn new(ctx: &GpuContext) -> Result<Self> {
-        let source = compose(&[shaders::COMMON, shaders::KV_STORE]);
+    /// A store into a `kv`-typed cache (F16 fails without SHADER_F16).
+    pub async fn new(ctx: &GpuContext, kv: KvFormat) -> Result<Self> {
+        let source = compose(&[kv.prelude(ctx)?, shaders::COMMON, shaders::KV_STORE]);
         let slots = [
             Slot::Uniform,
             Slot::Read,
@@ -47,11 +52,11 @@ impl KvStore {
             Slot::ReadWrite,
         ];
         let pipeline = Pipeline::new(ctx, "kv_store", &source, &slots).await?;
-        Ok(Self { pipeline })
+        Ok(Self { pipeline, kv })
     }
 
     /// * `k`, `v`: `[max_tokens, n_head_kv, head_dim]` (k already rotated);
-    /// * `k_cache`, `v_cache`: `[n_head_kv, n_ctx, head_dim]`.
+    /// * `k_cache`, `v_cache`: `[n_head_kv, n_ctx, head_dim]` of the kernel's [`KvFormat`].
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
@@ -70,8 +75,9 @@ impl KvStore {
         check_buffer(ctx, "kv_store state", state, 4)?;
         check_buffer(ctx, "kv_store k", k, t * shape.kv_row())?;
         check_buffer(ctx, "kv_store v", v, t * shape.kv_row())?;
-        check_buffer(ctx, "kv_store k_cache", k_cache, shape.cache_len())?;
-        check_buffer(ctx, "kv_store v_cache", v_cache, shape.cache_len())?;
+        let cache = shape.cache_bytes(self.kv);
+        check_bytes(ctx, "kv_store k_cache", k_cache, cache)?;
+        check_bytes(ctx, "kv_store v_cache", v_cache, cache)?;
         let params = KvStoreParams {
             n_head_kv: shape.n_head_kv,
             head_dim: shape.head_dim,
@@ -80,7 +86,9 @@ impl KvStore {
         };
         grid((t * shape.kv_row()).div_ceil(WG), max_groups(ctx))?;
         Ok(KvStoreCall {
-            bound: self.pipeline.bind(ctx, &params, &[state, k, v, k_cache, v_cache]),
+            bound: self
+                .pipeline
+                .bind(ctx, &params, &[state, k, v, k_cache, v_cache])?,
             per_token: shape.kv_row(),
             max_tokens,
             max_dim: max_groups(ctx),
@@ -91,7 +99,10 @@ impl KvStore {
 impl KvStoreCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("kv_store", n_tokens, self.max_tokens)?;
-        let (x, y) = grid((u64::from(n_tokens) * self.per_token).div_ceil(WG), self.max_dim)?;
+        let (x, y) = grid(
+            (u64::from(n_tokens) * self.per_token).div_ceil(WG),
+            self.max_dim,
+        )?;
         self.bound.dispatch(pass, [x, y, 1]);
         Ok(())
     }

@@ -1,7 +1,10 @@
 //! Prefill matrix product (many tokens) against a weight in its ggml format.
 
 use super::weights::{GpuWeight, WeightFormat};
-use super::{check_buffer, check_dim, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot};
+use super::{
+    check_buffer, check_dim, check_tokens, compose, grid, max_groups, require, Bound, Pipeline,
+    Slot,
+};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -39,7 +42,13 @@ pub struct MatMulCall {
 impl MatMul {
     pub async fn new(ctx: &GpuContext, format: WeightFormat) -> Result<Self> {
         let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL]);
-        let slots = [Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::ReadWrite];
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+        ];
         let pipeline = Pipeline::new(ctx, "matmul", &source, &slots).await?;
         Ok(Self { pipeline, format })
     }
@@ -58,7 +67,10 @@ impl MatMul {
         y: &wgpu::Buffer,
         max_tokens: u32,
     ) -> Result<MatMulCall> {
-        require(w.format == self.format, "matmul: weight format differs from the kernel's")?;
+        require(
+            w.format == self.format,
+            "matmul: weight format differs from the kernel's",
+        )?;
         require(max_tokens > 0, "matmul: max_tokens must be > 0")?;
         let t = u64::from(max_tokens);
         check_buffer(ctx, "matmul state", state, 4)?;
@@ -75,7 +87,11 @@ impl MatMul {
                     n: w.n,
                 };
                 let g = grid(u64::from(c.rows), max_groups(ctx))?;
-                Ok((self.pipeline.bind(ctx, &params, &[state, &c.buffer, x, y]), g))
+                Ok((
+                    self.pipeline
+                        .bind(ctx, &params, &[state, &c.buffer, x, y])?,
+                    g,
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(MatMulCall {

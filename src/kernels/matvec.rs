@@ -51,7 +51,10 @@ impl MatVec {
         x: &wgpu::Buffer,
         y: &wgpu::Buffer,
     ) -> Result<MatVecCall> {
-        require(w.format == self.format, "matvec: weight format differs from the kernel's")?;
+        require(
+            w.format == self.format,
+            "matvec: weight format differs from the kernel's",
+        )?;
         check_buffer(ctx, "matvec x", x, u64::from(w.k))?;
         check_buffer(ctx, "matvec y", y, u64::from(w.n))?;
         let chunks = w
@@ -65,7 +68,10 @@ impl MatVec {
                     _pad: 0,
                 };
                 let (gx, gy) = grid(u64::from(c.rows), max_groups(ctx))?;
-                Ok((self.pipeline.bind(ctx, &params, &[&c.buffer, x, y]), [gx, gy, 1]))
+                Ok((
+                    self.pipeline.bind(ctx, &params, &[&c.buffer, x, y])?,
+                    [gx, gy, 1],
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(MatVecCall { chunks })

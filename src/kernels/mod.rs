@@ -24,7 +24,8 @@
 //!   (`pos += n_tokens; n_tokens = 1`).
 //! * `tokens` (`[n_ctx]` u32, one id per position): the host writes the prompt at
 //!   `0..n`; [`Embed`] reads `tokens[pos + t]`; [`Argmax`] writes `tokens[pos + n_tokens]`.
-//! * the KV cache (`[n_head_kv, n_ctx, head_dim]` f32 per layer for K and for V):
+//! * the KV cache (`[n_head_kv, n_ctx, head_dim]` per layer for K and for V; f32, or f16
+//!   when the device has SHADER_F16 and the caller asks for [`KvFormat::F16`]):
 //!   [`KvStore`] writes rows `pos..pos + n_tokens`, [`Attention`] reads `0..=pos + t`.
 //!
 //! Dispatch sizes are fixed at record time from the token count the host passes (1 for
@@ -52,7 +53,7 @@ pub mod weights;
 
 pub use add::{Add, AddCall};
 pub use argmax::{Argmax, ArgmaxCall};
-pub use attention::{Attention, AttentionCall, AttentionShape};
+pub use attention::{Attention, AttentionCall, AttentionShape, KvFormat};
 pub use embed::{Embed, EmbedCall};
 pub use kv_store::{KvStore, KvStoreCall};
 pub use matmul::{MatMul, MatMulCall};
@@ -80,6 +81,7 @@ pub(crate) enum Slot {
 pub(crate) struct Pipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
+    slots: Vec<Slot>,
     label: &'static str,
 }
 
@@ -135,12 +137,32 @@ impl Pipeline {
         Ok(Self {
             pipeline,
             layout,
+            slots: slots.to_vec(),
             label,
         })
     }
 
-    /// A bind group with `buffers[i]` (whole) at binding `i`.
-    fn bind_group(&self, ctx: &GpuContext, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+    /// A bind group with `buffers[i]` (whole) at binding `i`. A buffer bound `read_write` may
+    /// not appear at any other binding (WebGPU validation would reject the dispatch; natively
+    /// that is a panic), so that is checked here as a typed error.
+    fn bind_group(&self, ctx: &GpuContext, buffers: &[&wgpu::Buffer]) -> Result<wgpu::BindGroup> {
+        for (i, (slot, b)) in self.slots.iter().zip(buffers).enumerate() {
+            let aliased = buffers.iter().enumerate().any(|(j, o)| j != i && *o == *b);
+            if *slot == Slot::ReadWrite && aliased {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "{}: the buffer written at binding {i} is also bound elsewhere",
+                    self.label
+                )));
+            }
+        }
+        if self.slots.len() != buffers.len() {
+            return Err(FuselmError::InvalidArgument(format!(
+                "{}: {} buffers for {} bindings",
+                self.label,
+                buffers.len(),
+                self.slots.len()
+            )));
+        }
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
@@ -149,11 +171,11 @@ impl Pipeline {
                 resource: b.as_entire_binding(),
             })
             .collect();
-        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        Ok(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(self.label),
             layout: &self.layout,
             entries: &entries,
-        })
+        }))
     }
 
     /// A [`Bound`] call: a uniform buffer holding `params` at binding 0, then `buffers`.
@@ -162,7 +184,7 @@ impl Pipeline {
         ctx: &GpuContext,
         params: &P,
         buffers: &[&wgpu::Buffer],
-    ) -> Bound {
+    ) -> Result<Bound> {
         let uniform = ctx
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -173,18 +195,18 @@ impl Pipeline {
         let mut all = Vec::with_capacity(buffers.len() + 1);
         all.push(&uniform);
         all.extend_from_slice(buffers);
-        Bound {
+        Ok(Bound {
             pipeline: self.pipeline.clone(),
-            bind_group: self.bind_group(ctx, &all),
-        }
+            bind_group: self.bind_group(ctx, &all)?,
+        })
     }
 
     /// A [`Bound`] call without a uniform (the layout starts at `buffers[0]`).
-    pub(crate) fn bind_plain(&self, ctx: &GpuContext, buffers: &[&wgpu::Buffer]) -> Bound {
-        Bound {
+    pub(crate) fn bind_plain(&self, ctx: &GpuContext, buffers: &[&wgpu::Buffer]) -> Result<Bound> {
+        Ok(Bound {
             pipeline: self.pipeline.clone(),
-            bind_group: self.bind_group(ctx, buffers),
-        }
+            bind_group: self.bind_group(ctx, buffers)?,
+        })
     }
 }
 
@@ -248,12 +270,21 @@ pub(crate) fn check_buffer(
     buffer: &wgpu::Buffer,
     elements: u64,
 ) -> Result<()> {
+    check_bytes(ctx, what, buffer, elements.saturating_mul(4))
+}
+
+/// Checks that `buffer` holds at least `needed` bytes and is bindable as storage.
+pub(crate) fn check_bytes(
+    ctx: &GpuContext,
+    what: &str,
+    buffer: &wgpu::Buffer,
+    needed: u64,
+) -> Result<()> {
     if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
         return Err(FuselmError::InvalidArgument(format!(
             "{what}: buffer lacks STORAGE usage"
         )));
     }
-    let needed = elements.saturating_mul(4);
     if buffer.size() < needed.max(4) {
         return Err(FuselmError::InvalidArgument(format!(
             "{what}: buffer of {} bytes, needs {needed}",

@@ -1,6 +1,8 @@
 //! RMS normalisation with its weight.
 
-use super::{check_buffer, check_dim, check_tokens, compose, max_groups, require, Bound, Pipeline, Slot};
+use super::{
+    check_buffer, check_dim, check_tokens, compose, max_groups, require, Bound, Pipeline, Slot,
+};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -44,7 +46,13 @@ pub struct RmsNormCall {
 impl RmsNorm {
     pub async fn new(ctx: &GpuContext) -> Result<Self> {
         let source = compose(&[shaders::COMMON, shaders::RMS_NORM]);
-        let slots = [Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::ReadWrite];
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+        ];
         let pipeline = Pipeline::new(ctx, "rms_norm", &source, &slots).await?;
         Ok(Self { pipeline })
     }
@@ -64,7 +72,10 @@ impl RmsNorm {
         out: &wgpu::Buffer,
         max_tokens: u32,
     ) -> Result<RmsNormCall> {
-        require(n > 0 && max_tokens > 0, "rms_norm: n and max_tokens must be > 0")?;
+        require(
+            n > 0 && max_tokens > 0,
+            "rms_norm: n and max_tokens must be > 0",
+        )?;
         let out_rows = if rows == RmsRows::Last { 1 } else { max_tokens };
         check_buffer(ctx, "rms_norm state", state, 4)?;
         check_buffer(ctx, "rms_norm x", x, u64::from(max_tokens) * u64::from(n))?;
@@ -77,7 +88,7 @@ impl RmsNorm {
             _pad: 0,
         };
         Ok(RmsNormCall {
-            bound: self.pipeline.bind(ctx, &params, &[state, x, weight, out]),
+            bound: self.pipeline.bind(ctx, &params, &[state, x, weight, out])?,
             rows,
             max_tokens,
             max_dim: max_groups(ctx),

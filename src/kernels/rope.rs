@@ -1,7 +1,9 @@
 //! Rotary position embedding of Q and K, in place.
 
 use super::attention::AttentionShape;
-use super::{check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot};
+use super::{
+    check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot,
+};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -23,7 +25,7 @@ struct RopeParams {
     n_head_kv: u32,
     head_dim: u32,
     n_rot: u32,
-    freq_base: f32,
+    theta_scale: f32,
     neox: u32,
     _pad: [u32; 2],
 }
@@ -86,14 +88,15 @@ impl Rope {
             n_head_kv: shape.n_head_kv,
             head_dim: shape.head_dim,
             n_rot,
-            freq_base,
+            // As ggml_rope_cache_init: powf(freq_base, -2.0f / n_dims).
+            theta_scale: freq_base.powf(-2.0 / n_rot as f32),
             neox: u32::from(style == RopeStyle::Neox),
             _pad: [0; 2],
         };
         let per_token = u64::from(shape.n_head + shape.n_head_kv) * u64::from(n_rot / 2);
         grid((t * per_token).div_ceil(WG), max_groups(ctx))?;
         Ok(RopeCall {
-            bound: self.pipeline.bind(ctx, &params, &[state, q, k]),
+            bound: self.pipeline.bind(ctx, &params, &[state, q, k])?,
             per_token,
             max_tokens,
             max_dim: max_groups(ctx),
@@ -104,7 +107,10 @@ impl Rope {
 impl RopeCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("rope", n_tokens, self.max_tokens)?;
-        let (x, y) = grid((u64::from(n_tokens) * self.per_token).div_ceil(WG), self.max_dim)?;
+        let (x, y) = grid(
+            (u64::from(n_tokens) * self.per_token).div_ceil(WG),
+            self.max_dim,
+        )?;
         self.bound.dispatch(pass, [x, y, 1]);
         Ok(())
     }

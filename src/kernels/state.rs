@@ -72,7 +72,7 @@ impl Advance {
     pub fn bind(&self, ctx: &GpuContext, state: &wgpu::Buffer) -> Result<AdvanceCall> {
         super::check_buffer(ctx, "advance state", state, 4)?;
         Ok(AdvanceCall {
-            bound: self.pipeline.bind_plain(ctx, &[state]),
+            bound: self.pipeline.bind_plain(ctx, &[state])?,
         })
     }
 }

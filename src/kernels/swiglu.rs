@@ -1,6 +1,8 @@
 //! The SwiGLU gate of the llama FFN.
 
-use super::{check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot};
+use super::{
+    check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot,
+};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -38,7 +40,13 @@ pub type SwiGluCall = ElementwiseCall;
 impl SwiGlu {
     pub async fn new(ctx: &GpuContext) -> Result<Self> {
         let source = compose(&[shaders::COMMON, shaders::SWIGLU]);
-        let slots = [Slot::Uniform, Slot::Read, Slot::Read, Slot::Read, Slot::ReadWrite];
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+        ];
         let pipeline = Pipeline::new(ctx, "swiglu", &source, &slots).await?;
         Ok(Self { pipeline })
     }
@@ -59,7 +67,14 @@ impl SwiGlu {
         check_buffer(ctx, "swiglu gate", gate, len)?;
         check_buffer(ctx, "swiglu up", up, len)?;
         check_buffer(ctx, "swiglu out", out, len)?;
-        ElementwiseCall::new(ctx, &self.pipeline, "swiglu", n, max_tokens, &[state, gate, up, out])
+        ElementwiseCall::new(
+            ctx,
+            &self.pipeline,
+            "swiglu",
+            n,
+            max_tokens,
+            &[state, gate, up, out],
+        )
     }
 }
 
@@ -72,7 +87,10 @@ impl ElementwiseCall {
         max_tokens: u32,
         buffers: &[&wgpu::Buffer],
     ) -> Result<Self> {
-        require(n > 0 && max_tokens > 0, &format!("{what}: n and max_tokens must be > 0"))?;
+        require(
+            n > 0 && max_tokens > 0,
+            &format!("{what}: n and max_tokens must be > 0"),
+        )?;
         if let Some(state) = buffers.first() {
             check_buffer(ctx, what, state, 4)?;
         }
@@ -80,7 +98,7 @@ impl ElementwiseCall {
         grid(len.div_ceil(ELEMENTWISE_WG), max_groups(ctx))?;
         let params = RowParams { n, _pad: [0; 3] };
         Ok(Self {
-            bound: pipeline.bind(ctx, &params, buffers),
+            bound: pipeline.bind(ctx, &params, buffers)?,
             n,
             max_tokens,
             max_dim: max_groups(ctx),

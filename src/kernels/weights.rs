@@ -283,7 +283,9 @@ mod tests {
     use crate::gguf::{dequantize, quantize_q4_0, quantize_q4_1, quantize_q8_0};
 
     fn values(n: usize) -> Vec<f32> {
-        (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect()
+        (0..n)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+            .collect()
     }
 
     /// Decodes one GPU-layout block the way the WGSL decoders do.
@@ -294,7 +296,9 @@ mod tests {
             f32::from(if j < 16 { b & 15 } else { b >> 4 })
         };
         match format {
-            WeightFormat::Q8_0 => (0..32).map(|j| f32::from(block[4 + j] as i8) * half(0)).collect(),
+            WeightFormat::Q8_0 => (0..32)
+                .map(|j| f32::from(block[4 + j] as i8) * half(0))
+                .collect(),
             WeightFormat::Q4_0 => (0..32).map(|j| (nib(j) - 8.0) * half(0)).collect(),
             WeightFormat::Q4_1 => (0..32).map(|j| nib(j) * half(0) + half(2)).collect(),
             _ => Vec::new(),

@@ -1,7 +1,15 @@
-//! Models: loading a GGUF file into a runnable model, and the CPU reference forward pass.
+//! Models: a GGUF file loaded onto the GPU and run, plus the CPU reference forward pass it is
+//! tested against, and the bridge from GGUF metadata to the tokenizer.
 
+mod activations;
 pub mod cpu_reference;
+mod gpu_model;
+mod gpu_weights;
+mod step;
+mod text_model;
 pub mod vocab;
 
 pub use cpu_reference::CpuReferenceModel;
+pub use gpu_model::{GpuModel, LoadOptions, StopReason, TokenGeneration, DEFAULT_STEPS_PER_SUBMIT};
+pub use text_model::{GenerateOptions, GenerateResult, GenerateTimings, TextModel};
 pub use vocab::{chat_template_from, tokenizer_from_gguf, vocab_spec};

@@ -57,7 +57,14 @@ pub fn causal_attention(
         .enumerate()
         .flat_map(|(t, qt)| {
             let seq = pos0 + t + 1;
-            attention(qt, &keys[..seq * kv_row], &values[..seq * kv_row], n_head, n_head_kv, head_dim)
+            attention(
+                qt,
+                &keys[..seq * kv_row],
+                &values[..seq * kv_row],
+                n_head,
+                n_head_kv,
+                head_dim,
+            )
         })
         .collect()
 }

@@ -23,7 +23,11 @@ pub fn rope(x: &mut [f32], head_dim: usize, n_rot: usize, pos: u32, freq_base: f
     let half = n_rot / 2;
     for head in x.chunks_mut(head_dim) {
         for (i, t) in theta.iter().enumerate() {
-            let (i0, i1) = if neox { (i, i + half) } else { (2 * i, 2 * i + 1) };
+            let (i0, i1) = if neox {
+                (i, i + half)
+            } else {
+                (2 * i, 2 * i + 1)
+            };
             let (c, s) = (t.cos(), t.sin());
             let (x0, x1) = (head[i0], head[i1]);
             head[i0] = x0 * c - x1 * s;

@@ -10,6 +10,8 @@ macro_rules! out {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+mod generate_cmd;
+#[cfg(not(target_arch = "wasm32"))]
 mod model_cmds;
 #[cfg(not(target_arch = "wasm32"))]
 mod probe_cmd;
@@ -37,6 +39,8 @@ fn main() -> std::process::ExitCode {
         Inspect(model_cmds::InspectArgs),
         /// Tokenize TEXT with a model's vocabulary (or --decode IDS), as llama.cpp does.
         Tokenize(model_cmds::TokenizeArgs),
+        /// Generate text greedily on the GPU, streaming it to stdout (or --json).
+        Generate(generate_cmd::GenerateArgs),
     }
 
     let cli = Cli::parse();
@@ -44,6 +48,7 @@ fn main() -> std::process::ExitCode {
         Command::Probe(args) => probe_cmd::run(args),
         Command::Inspect(args) => model_cmds::inspect(args),
         Command::Tokenize(args) => model_cmds::tokenize(args),
+        Command::Generate(args) => generate_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

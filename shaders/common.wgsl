@@ -1,0 +1,42 @@
+// Declarations shared by every fuselm kernel; prepended to each kernel's source by
+// `kernels::compose` (WGSL has no #include, and pasting these into each file would let the
+// copies drift).
+//
+// `State` mirrors `kernels::DecodeState` field for field. It lives in a small storage buffer
+// that the GPU itself advances (argmax writes the next token, `advance` moves `pos`), so a whole
+// generation can be encoded in one compute pass with no CPU writes between tokens.
+struct State {
+    pos: u32,      // position of the first token of this step = tokens already in the KV cache
+    n_tokens: u32, // tokens in this step: the prompt length for prefill, 1 for decode
+    _pad0: u32,
+    _pad1: u32,
+}
+
+// Eight consecutive elements [8u, 8u + 8) of a weight row or an activation row, in f32.
+// Weight formats (weights_*.wgsl) decode into this; kernels only ever see f32.
+struct W8 {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}
+
+fn dot8(w: W8, x: W8) -> f32 {
+    return dot(w.a, x.a) + dot(w.b, x.b);
+}
+
+// Four signed bytes of `v` (little-endian) as f32; arithmetic shifts sign-extend.
+fn i8x4(v: u32) -> vec4<f32> {
+    let s = bitcast<vec4<i32>>(vec4<u32>(v << 24u, v << 16u, v << 8u, v)) >> vec4<u32>(24u);
+    return vec4<f32>(s);
+}
+
+// The four nibbles at bit `shift` of each byte of `v` (shift 0: low nibbles, 4: high nibbles).
+fn nibbles4(v: u32, shift: u32) -> vec4<f32> {
+    let s = vec4<u32>(shift, shift + 8u, shift + 16u, shift + 24u);
+    return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(0xfu));
+}
+
+// Linear workgroup index of a 1D grid that Rust folded into x/y when it exceeded
+// maxComputeWorkgroupsPerDimension (see `kernels::grid`).
+fn linear_group(wg: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wg.x + wg.y * nwg.x;
+}

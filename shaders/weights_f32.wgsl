@@ -1,0 +1,23 @@
+// Weight decoder, F32: rows of k f32 values stored as-is (bit patterns in `w: array<u32>`).
+// Every weight decoder defines `w_load8(row, u, k)`: elements [8u, 8u + 8) of row `row`, zero
+// past k. Kernels declare `w` and call only this, so one kernel file serves every format.
+
+fn w_f32(i: u32, end: u32) -> f32 {
+    return select(0.0, bitcast<f32>(w[i]), i < end);
+}
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    let c = 8u * u;
+    let i = row * k + c;
+    if c + 8u <= k {
+        return W8(
+            bitcast<vec4<f32>>(vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u])),
+            bitcast<vec4<f32>>(vec4<u32>(w[i + 4u], w[i + 5u], w[i + 6u], w[i + 7u])),
+        );
+    }
+    let end = row * k + k; // ragged tail of the row
+    return W8(
+        vec4<f32>(w_f32(i, end), w_f32(i + 1u, end), w_f32(i + 2u, end), w_f32(i + 3u, end)),
+        vec4<f32>(w_f32(i + 4u, end), w_f32(i + 5u, end), w_f32(i + 6u, end), w_f32(i + 7u, end)),
+    );
+}

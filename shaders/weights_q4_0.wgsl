@@ -1,0 +1,21 @@
+// Weight decoder, Q4_0 repacked (kernels::weights): 20-byte blocks = 5 u32 words per 32
+// values. Word 0: the f16 scale d in its low half (2 zero padding bytes make ggml's 18-byte
+// block 4-byte aligned); words 1..4: 16 quant bytes, element j < 16 in the low nibble of byte
+// j and element j + 16 in its high nibble. value = (q - 8) * d.
+//
+// Unit s of a block (values 8s..8s+7) reads words 1 + 2(s & 1) and the next one, low nibbles
+// for s < 2 and high nibbles for s >= 2.
+
+const Q4_0_WORDS: u32 = 5u;
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    let base = (row * (k / 32u) + u / 4u) * Q4_0_WORDS;
+    let d = unpack2x16float(w[base]).x;
+    let s = u % 4u;
+    let q = base + 1u + 2u * (s & 1u);
+    let shift = 4u * (s >> 1u);
+    return W8(
+        (nibbles4(w[q], shift) - 8.0) * d,
+        (nibbles4(w[q + 1u], shift) - 8.0) * d,
+    );
+}

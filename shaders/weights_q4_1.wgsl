@@ -1,0 +1,18 @@
+// Weight decoder, Q4_1: ggml's 20-byte block is already 4-byte aligned, so it is used as-is:
+// 5 u32 words per 32 values. Word 0: f16 scale d (low half) and f16 min m (high half);
+// words 1..4: 16 quant bytes, element j < 16 in the low nibble of byte j and element j + 16 in
+// its high nibble. value = q * d + m. Units as in weights_q4_0.wgsl.
+
+const Q4_1_WORDS: u32 = 5u;
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    let base = (row * (k / 32u) + u / 4u) * Q4_1_WORDS;
+    let dm = unpack2x16float(w[base]);
+    let s = u % 4u;
+    let q = base + 1u + 2u * (s & 1u);
+    let shift = 4u * (s >> 1u);
+    return W8(
+        nibbles4(w[q], shift) * dm.x + dm.y,
+        nibbles4(w[q + 1u], shift) * dm.x + dm.y,
+    );
+}

@@ -1,0 +1,13 @@
+// Weight decoder, Q8_0 repacked (kernels::weights): 36-byte blocks = 9 u32 words per 32
+// values. Word 0: the f16 scale d in its low half (high half zero, the 2 padding bytes that
+// make ggml's 34-byte block 4-byte aligned); words 1..8: the 32 int8 quants, little-endian.
+// value = q * d. k is a multiple of 32, so a unit (8 values) never straddles a block.
+
+const Q8_0_WORDS: u32 = 9u;
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    let base = (row * (k / 32u) + u / 4u) * Q8_0_WORDS;
+    let d = unpack2x16float(w[base]).x;
+    let q = base + 1u + 2u * (u % 4u);
+    return W8(i8x4(w[q]) * d, i8x4(w[q + 1u]) * d);
+}

@@ -1,0 +1,101 @@
+//! Every buffer a forward pass writes, preallocated once at load: activations for up to
+//! `max_batch` tokens, the `state` and `tokens` buffers, and a fixed-capacity KV cache.
+
+use crate::error::{FuselmError, Result};
+use crate::gguf::ModelConfig;
+use crate::gpu::GpuContext;
+use crate::kernels::DecodeState;
+
+pub struct Activations {
+    pub n_ctx: u32,
+    pub max_batch: u32,
+    /// [`DecodeState`]: position and token count of the current step.
+    pub state: wgpu::Buffer,
+    /// `[n_ctx]` u32: the prompt, then every token argmax chose.
+    pub tokens: wgpu::Buffer,
+    pub x: wgpu::Buffer,      // [max_batch, n_embd] residual stream
+    pub xn: wgpu::Buffer,     // [max_batch, n_embd] normalized
+    pub q: wgpu::Buffer,      // [max_batch, n_head * head_dim]
+    pub k: wgpu::Buffer,      // [max_batch, n_head_kv * head_dim]
+    pub v: wgpu::Buffer,      // [max_batch, n_head_kv * head_dim]
+    pub att: wgpu::Buffer,    // [max_batch, n_head * head_dim]
+    pub o: wgpu::Buffer,      // [max_batch, n_embd] attention/FFN output before the residual add
+    pub gate: wgpu::Buffer,   // [max_batch, n_ff]
+    pub up: wgpu::Buffer,     // [max_batch, n_ff]
+    pub hidden: wgpu::Buffer, // [max_batch, n_ff]
+    pub x_last: wgpu::Buffer, // [n_embd] final norm of the last token
+    pub logits: wgpu::Buffer, // [vocab]
+    /// `[max_batch, vocab]`, only for teacher forcing / evaluation.
+    pub logits_all: Option<wgpu::Buffer>,
+    /// Per layer `[n_head_kv, n_ctx, head_dim]` f32.
+    pub k_cache: Vec<wgpu::Buffer>,
+    pub v_cache: Vec<wgpu::Buffer>,
+}
+
+fn f32s(ctx: &GpuContext, label: &str, len: u64) -> Result<wgpu::Buffer> {
+    let bytes = len.max(1) * 4;
+    let limits = ctx.device.limits();
+    let cap = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    if bytes > cap {
+        return Err(FuselmError::LimitExceeded {
+            limit: "maxStorageBufferBindingSize",
+            needed: bytes,
+            available: cap,
+        });
+    }
+    Ok(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    }))
+}
+
+impl Activations {
+    pub fn new(ctx: &GpuContext, c: &ModelConfig, n_ctx: u32, max_batch: u32, all_logits: bool) -> Result<Self> {
+        let b = u64::from(max_batch);
+        let embd = u64::from(c.n_embd);
+        let q_dim = u64::from(c.n_head) * u64::from(c.head_dim);
+        let kv_dim = u64::from(c.n_head_kv) * u64::from(c.head_dim);
+        let ff = u64::from(c.n_ff);
+        let vocab = u64::from(c.vocab_size);
+        let cache = kv_dim * u64::from(n_ctx);
+        let mut k_cache = Vec::new();
+        let mut v_cache = Vec::new();
+        for i in 0..c.n_layers {
+            k_cache.push(f32s(ctx, &format!("k_cache.{i}"), cache)?);
+            v_cache.push(f32s(ctx, &format!("v_cache.{i}"), cache)?);
+        }
+        let tokens = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("tokens"),
+            size: u64::from(n_ctx) * 4,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Self {
+            n_ctx,
+            max_batch,
+            state: DecodeState::new(0, 1).create_buffer(ctx),
+            tokens,
+            x: f32s(ctx, "x", b * embd)?,
+            xn: f32s(ctx, "xn", b * embd)?,
+            q: f32s(ctx, "q", b * q_dim)?,
+            k: f32s(ctx, "k", b * kv_dim)?,
+            v: f32s(ctx, "v", b * kv_dim)?,
+            att: f32s(ctx, "att", b * q_dim)?,
+            o: f32s(ctx, "o", b * embd)?,
+            gate: f32s(ctx, "gate", b * ff)?,
+            up: f32s(ctx, "up", b * ff)?,
+            hidden: f32s(ctx, "hidden", b * ff)?,
+            x_last: f32s(ctx, "x_last", embd)?,
+            logits: f32s(ctx, "logits", vocab)?,
+            logits_all: if all_logits { Some(f32s(ctx, "logits_all", b * vocab)?) } else { None },
+            k_cache,
+            v_cache,
+        })
+    }
+}

@@ -1,0 +1,267 @@
+//! A GGUF model resident on the GPU, and greedy generation with it.
+//!
+//! Load uploads the weights quantized, compiles the kernels and preallocates every buffer
+//! (KV cache of fixed capacity `n_ctx`). Generation prefills the prompt in batches, then records
+//! decode steps back to back into one compute pass per round: each step's token is chosen by
+//! argmax on the GPU and read by the next step from the `tokens` buffer, so the host only reads
+//! tokens back once per round (to stream text and notice end-of-generation).
+
+use super::activations::Activations;
+use super::gpu_weights::ModelWeights;
+use super::step::{Kernels, Step, StepKind};
+use crate::clock::now_seconds;
+use crate::error::{FuselmError, Result};
+use crate::gguf::{Gguf, ModelConfig};
+use crate::gpu::{read_buffer, GpuContext};
+use crate::kernels::DecodeState;
+use serde::{Deserialize, Serialize};
+
+/// How to size a loaded model's buffers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct LoadOptions {
+    /// KV-cache capacity in tokens (prompt + generated). Default: min(model context, 2048).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub n_ctx: Option<u32>,
+    /// Prompt tokens processed per prefill batch. Default: 128.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub max_batch: Option<u32>,
+}
+
+/// Why a generation ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub enum StopReason {
+    /// The model produced an end-of-generation token (not included in the output).
+    EndOfGeneration,
+    /// `maxTokens` were generated.
+    Length,
+    /// The caller stopped it.
+    Aborted,
+}
+
+/// The result of a greedy generation, in token ids.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenGeneration {
+    pub tokens: Vec<u32>,
+    pub stop_reason: StopReason,
+    /// Seconds from submitting the prompt to having the first generated token on the host.
+    pub prefill_seconds: f64,
+    /// Seconds spent on the remaining tokens.
+    pub decode_seconds: f64,
+}
+
+const DEFAULT_N_CTX: u32 = 2048;
+const DEFAULT_MAX_BATCH: u32 = 128;
+/// Decode steps recorded into one compute pass before the host reads tokens back.
+pub const DEFAULT_STEPS_PER_SUBMIT: u32 = 16;
+
+pub struct GpuModel {
+    ctx: GpuContext,
+    config: ModelConfig,
+    weights: ModelWeights,
+    kernels: Kernels,
+    acts: Activations,
+    prefill: Step,
+    decode: Step,
+    all_logits: Option<Step>,
+}
+
+impl GpuModel {
+    /// Parses `file` (a whole GGUF), uploads its weights and prepares every kernel.
+    pub async fn load(ctx: GpuContext, file: &[u8], options: &LoadOptions) -> Result<Self> {
+        let gguf = Gguf::parse(file)?;
+        Self::load_parsed(ctx, &gguf, file, options).await
+    }
+
+    pub async fn load_parsed(ctx: GpuContext, gguf: &Gguf, file: &[u8], options: &LoadOptions) -> Result<Self> {
+        let config = ModelConfig::from_gguf(gguf)?;
+        let n_ctx = options
+            .n_ctx
+            .unwrap_or(config.context_length.min(DEFAULT_N_CTX))
+            .max(1);
+        let max_batch = options.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, n_ctx);
+        let weights = ModelWeights::upload(&ctx, gguf, file, &config)?;
+        let kernels = Kernels::new(&ctx, &weights).await?;
+        let acts = Activations::new(&ctx, &config, n_ctx, max_batch, false)?;
+        let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
+        let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
+        Ok(Self { ctx, config, weights, kernels, acts, prefill, decode, all_logits: None })
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    pub fn n_ctx(&self) -> u32 {
+        self.acts.n_ctx
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    fn check_tokens(&self, tokens: &[u32], extra: u32) -> Result<()> {
+        super::cpu_reference::check_tokens(tokens, self.config.vocab_size)?;
+        let needed = tokens.len() as u64 + u64::from(extra);
+        if needed > u64::from(self.acts.n_ctx) {
+            return Err(FuselmError::LimitExceeded {
+                limit: "nCtx (KV-cache capacity in tokens)",
+                needed,
+                available: u64::from(self.acts.n_ctx),
+            });
+        }
+        Ok(())
+    }
+
+    fn write_state(&self, pos: u32, n_tokens: u32) {
+        let state = DecodeState::new(pos, n_tokens);
+        self.ctx.queue.write_buffer(&self.acts.state, 0, bytemuck::bytes_of(&state));
+    }
+
+    fn submit(&self, record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<()>) -> Result<()> {
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("fuselm forward"),
+                timestamp_writes: None,
+            });
+            record(&mut pass)?;
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        Ok(())
+    }
+
+    /// Writes the prompt and runs every prefill batch but the last; returns the last batch's
+    /// start, whose state is written and which the caller records with a head.
+    fn prefill_all_but_last(&self, prompt: &[u32]) -> Result<u32> {
+        self.ctx.queue.write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(prompt));
+        let n = prompt.len() as u32;
+        let mut pos = 0;
+        while n - pos > self.acts.max_batch {
+            let batch = self.acts.max_batch;
+            self.write_state(pos, batch);
+            self.submit(|pass| self.prefill.record_body(pass, batch))?;
+            pos += batch;
+        }
+        self.write_state(pos, n - pos);
+        Ok(pos)
+    }
+
+    async fn read_tokens(&self, start: u32, count: u32) -> Result<Vec<u32>> {
+        let bytes = read_buffer(
+            &self.ctx.device,
+            &self.ctx.queue,
+            &self.acts.tokens,
+            u64::from(start) * 4,
+            u64::from(count) * 4,
+        )
+        .await?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    /// Greedy generation of up to `max_tokens` tokens after `prompt`. `is_stop(id)` ends it at
+    /// an end-of-generation token; `on_token(id)` sees each token as it arrives and returns
+    /// false to abort. The KV cache is reset: every call starts from an empty context.
+    pub async fn generate(
+        &mut self,
+        prompt: &[u32],
+        max_tokens: u32,
+        steps_per_submit: u32,
+        is_stop: &dyn Fn(u32) -> bool,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<TokenGeneration> {
+        self.check_tokens(prompt, max_tokens)?;
+        let n = prompt.len() as u32;
+        let mut out = TokenGeneration {
+            tokens: Vec::new(),
+            stop_reason: StopReason::Length,
+            prefill_seconds: 0.0,
+            decode_seconds: 0.0,
+        };
+        if max_tokens == 0 {
+            return Ok(out);
+        }
+        let start = now_seconds();
+        let last = self.prefill_all_but_last(prompt)?;
+        self.submit(|pass| self.prefill.record(pass, n - last))?;
+        let mut produced = 0u32;
+        let mut decode_start = start;
+        while produced < max_tokens {
+            let steps = if produced == 0 {
+                1
+            } else {
+                steps_per_submit.max(1).min(max_tokens - produced)
+            };
+            if produced > 0 {
+                self.submit(|pass| {
+                    for _ in 0..steps {
+                        self.decode.record(pass, 1)?;
+                    }
+                    Ok(())
+                })?;
+            }
+            let new = self.read_tokens(n + produced, steps).await?;
+            if produced == 0 {
+                decode_start = now_seconds();
+                out.prefill_seconds = decode_start - start;
+            }
+            produced += steps;
+            for id in new {
+                if is_stop(id) {
+                    out.stop_reason = StopReason::EndOfGeneration;
+                } else if !on_token(id) {
+                    out.stop_reason = StopReason::Aborted;
+                } else {
+                    out.tokens.push(id);
+                    continue;
+                }
+                out.decode_seconds = now_seconds() - decode_start;
+                return Ok(out);
+            }
+        }
+        out.decode_seconds = now_seconds() - decode_start;
+        Ok(out)
+    }
+
+    /// The logits that follow `tokens` (a fresh context): `[vocab]`.
+    pub async fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.check_tokens(tokens, 0)?;
+        let last = self.prefill_all_but_last(tokens)?;
+        self.submit(|pass| self.prefill.record(pass, tokens.len() as u32 - last))?;
+        let bytes = read_buffer(&self.ctx.device, &self.ctx.queue, &self.acts.logits, 0, u64::from(self.config.vocab_size) * 4).await?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    /// Teacher forcing: the logits after every prefix of `tokens` (a fresh context),
+    /// `[tokens.len(), vocab]`. At most `max_batch` tokens.
+    pub async fn all_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.check_tokens(tokens, 0)?;
+        let n = tokens.len() as u32;
+        if n > self.acts.max_batch {
+            return Err(FuselmError::InvalidArgument(format!(
+                "all_logits takes at most maxBatch = {} tokens, got {n}",
+                self.acts.max_batch
+            )));
+        }
+        if self.all_logits.is_none() {
+            let acts = Activations::new(&self.ctx, &self.config, self.acts.n_ctx, self.acts.max_batch, true)?;
+            self.acts = acts;
+            self.prefill = Step::bind(&self.ctx, &self.kernels, &self.weights, &self.acts, &self.config, StepKind::Prefill)?;
+            self.decode = Step::bind(&self.ctx, &self.kernels, &self.weights, &self.acts, &self.config, StepKind::Decode)?;
+            self.all_logits = Some(Step::bind(&self.ctx, &self.kernels, &self.weights, &self.acts, &self.config, StepKind::AllLogits)?);
+        }
+        let step = self.all_logits.as_ref().ok_or_else(|| FuselmError::Gpu("all-logits step missing".into()))?;
+        self.ctx.queue.write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(tokens));
+        self.write_state(0, n);
+        self.submit(|pass| step.record(pass, n))?;
+        let logits_all = self.acts.logits_all.as_ref().ok_or_else(|| FuselmError::Gpu("all-logits buffer missing".into()))?;
+        let bytes = read_buffer(&self.ctx.device, &self.ctx.queue, logits_all, 0, u64::from(n) * u64::from(self.config.vocab_size) * 4).await?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+}

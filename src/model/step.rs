@@ -1,0 +1,282 @@
+//! One forward step (prefill of a token batch, or one decode token) as bound kernel calls that
+//! record into a caller's compute pass. Nothing here touches the CPU per token: positions come
+//! from the `state` buffer, token ids from the `tokens` buffer, and the chosen token is written
+//! back there by argmax — so decode steps can be recorded back to back in one pass.
+
+use super::activations::Activations;
+use super::gpu_weights::{LayerWeights, ModelWeights};
+use crate::error::Result;
+use crate::gguf::{ModelConfig, RopeStyle as GgufRope};
+use crate::gpu::GpuContext;
+use crate::kernels::{
+    Add, AddCall, Advance, AdvanceCall, Argmax, ArgmaxCall, Attention, AttentionCall,
+    AttentionShape, Embed, EmbedCall, KvFormat, GpuWeight, KvStore, KvStoreCall, MatMul, MatMulCall, MatVec,
+    MatVecCall, RmsNorm, RmsNormCall, RmsRows, Rope, RopeCall, RopeStyle, SwiGlu, SwiGluCall,
+    WeightFormat,
+};
+use std::collections::HashMap;
+
+/// Every compiled kernel a model needs (one matrix kernel per weight format present).
+pub struct Kernels {
+    embed: Embed,
+    rms_norm: RmsNorm,
+    matvec: HashMap<WeightFormat, MatVec>,
+    matmul: HashMap<WeightFormat, MatMul>,
+    rope: Rope,
+    kv_store: KvStore,
+    attention: Attention,
+    swiglu: SwiGlu,
+    add: Add,
+    argmax: Argmax,
+    advance: Advance,
+}
+
+impl Kernels {
+    pub async fn new(ctx: &GpuContext, weights: &ModelWeights) -> Result<Self> {
+        let mut formats = vec![weights.tok_embd.format, weights.head().format];
+        for l in &weights.layers {
+            for w in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
+                formats.push(w.format);
+            }
+        }
+        let mut matvec = HashMap::new();
+        let mut matmul = HashMap::new();
+        for f in formats {
+            if let std::collections::hash_map::Entry::Vacant(e) = matvec.entry(f) {
+                e.insert(MatVec::new(ctx, f).await?);
+                matmul.insert(f, MatMul::new(ctx, f).await?);
+            }
+        }
+        Ok(Self {
+            embed: Embed::new(ctx, weights.tok_embd.format).await?,
+            rms_norm: RmsNorm::new(ctx).await?,
+            matvec,
+            matmul,
+            rope: Rope::new(ctx).await?,
+            kv_store: KvStore::new(ctx, KvFormat::F32).await?,
+            attention: Attention::new(ctx, KvFormat::F32).await?,
+            swiglu: SwiGlu::new(ctx).await?,
+            add: Add::new(ctx).await?,
+            argmax: Argmax::new(ctx).await?,
+            advance: Advance::new(ctx).await?,
+        })
+    }
+}
+
+/// A projection: matrix–vector for a one-token decode step, matrix–matrix for a batch.
+enum Proj {
+    Vec(MatVecCall),
+    Mat(MatMulCall),
+}
+
+impl Proj {
+    fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
+        match self {
+            Proj::Vec(call) => {
+                call.record(pass);
+                Ok(())
+            }
+            Proj::Mat(call) => call.record(pass, n_tokens),
+        }
+    }
+}
+
+struct LayerCalls {
+    attn_norm: RmsNormCall,
+    q: Proj,
+    k: Proj,
+    v: Proj,
+    rope: RopeCall,
+    kv_store: KvStoreCall,
+    attention: AttentionCall,
+    o: Proj,
+    attn_residual: AddCall,
+    ffn_norm: RmsNormCall,
+    gate: Proj,
+    up: Proj,
+    swiglu: SwiGluCall,
+    down: Proj,
+    ffn_residual: AddCall,
+}
+
+/// What a step ends with.
+enum Head {
+    /// Final norm of the last token, output head, argmax into `tokens`, advance `state`.
+    NextToken {
+        norm: RmsNormCall,
+        head: MatVecCall,
+        argmax: ArgmaxCall,
+        advance: AdvanceCall,
+    },
+    /// Final norm and output head of every token into `logits_all` (teacher forcing, tests).
+    AllLogits { norm: RmsNormCall, head: MatMulCall },
+}
+
+/// A bound forward step for batches of up to `max_tokens` tokens.
+pub struct Step {
+    embed: EmbedCall,
+    layers: Vec<LayerCalls>,
+    head: Head,
+}
+
+pub fn attention_shape(c: &ModelConfig, n_ctx: u32) -> AttentionShape {
+    AttentionShape {
+        n_head: c.n_head,
+        n_head_kv: c.n_head_kv,
+        head_dim: c.head_dim,
+        n_ctx,
+    }
+}
+
+/// Which projection kernel a step uses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    Decode,
+    Prefill,
+    AllLogits,
+}
+
+struct Binder<'a> {
+    ctx: &'a GpuContext,
+    k: &'a Kernels,
+    a: &'a Activations,
+    batched: bool,
+    max_tokens: u32,
+}
+
+impl Binder<'_> {
+    fn proj(&self, w: &GpuWeight, x: &wgpu::Buffer, y: &wgpu::Buffer) -> Result<Proj> {
+        let missing = || crate::FuselmError::Gpu(format!("no kernel for {:?}", w.format));
+        Ok(if self.batched {
+            let mm = self.k.matmul.get(&w.format).ok_or_else(missing)?;
+            Proj::Mat(mm.bind(self.ctx, w, &self.a.state, x, y, self.max_tokens)?)
+        } else {
+            let mv = self.k.matvec.get(&w.format).ok_or_else(missing)?;
+            Proj::Vec(mv.bind(self.ctx, w, x, y)?)
+        })
+    }
+
+    fn norm(&self, n: u32, eps: f32, rows: RmsRows, x: &wgpu::Buffer, w: &wgpu::Buffer, out: &wgpu::Buffer) -> Result<RmsNormCall> {
+        self.k.rms_norm.bind(self.ctx, n, eps, rows, &self.a.state, x, w, out, self.max_tokens)
+    }
+
+    fn layer(&self, c: &ModelConfig, shape: &AttentionShape, l: usize, w: &LayerWeights) -> Result<LayerCalls> {
+        let (a, ctx, k, m) = (self.a, self.ctx, self.k, self.max_tokens);
+        let style = match c.rope_style {
+            GgufRope::Norm => RopeStyle::Normal,
+            GgufRope::NeoX => RopeStyle::Neox,
+        };
+        Ok(LayerCalls {
+            attn_norm: self.norm(c.n_embd, c.rms_eps, RmsRows::All, &a.x, &w.attn_norm, &a.xn)?,
+            q: self.proj(&w.wq, &a.xn, &a.q)?,
+            k: self.proj(&w.wk, &a.xn, &a.k)?,
+            v: self.proj(&w.wv, &a.xn, &a.v)?,
+            rope: k.rope.bind(ctx, shape, c.rope_dims, c.rope_freq_base, style, &a.state, &a.q, &a.k, m)?,
+            kv_store: k.kv_store.bind(ctx, shape, &a.state, &a.k, &a.v, &a.k_cache[l], &a.v_cache[l], m)?,
+            attention: k.attention.bind(ctx, shape, &a.state, &a.q, &a.k_cache[l], &a.v_cache[l], &a.att, m)?,
+            o: self.proj(&w.wo, &a.att, &a.o)?,
+            attn_residual: k.add.bind(ctx, c.n_embd, &a.state, &a.o, &a.x, m)?,
+            ffn_norm: self.norm(c.n_embd, c.rms_eps, RmsRows::All, &a.x, &w.ffn_norm, &a.xn)?,
+            gate: self.proj(&w.w_gate, &a.xn, &a.gate)?,
+            up: self.proj(&w.w_up, &a.xn, &a.up)?,
+            swiglu: k.swiglu.bind(ctx, c.n_ff, &a.state, &a.gate, &a.up, &a.hidden, m)?,
+            down: self.proj(&w.w_down, &a.hidden, &a.o)?,
+            ffn_residual: k.add.bind(ctx, c.n_embd, &a.state, &a.o, &a.x, m)?,
+        })
+    }
+}
+
+impl Step {
+    pub fn bind(
+        ctx: &GpuContext,
+        kernels: &Kernels,
+        weights: &ModelWeights,
+        acts: &Activations,
+        config: &ModelConfig,
+        kind: StepKind,
+    ) -> Result<Self> {
+        let max_tokens = if kind == StepKind::Decode { 1 } else { acts.max_batch };
+        let b = Binder {
+            ctx,
+            k: kernels,
+            a: acts,
+            batched: kind != StepKind::Decode,
+            max_tokens,
+        };
+        let shape = attention_shape(config, acts.n_ctx);
+        let layers = weights
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| b.layer(config, &shape, i, w))
+            .collect::<Result<Vec<_>>>()?;
+        let head = if kind == StepKind::AllLogits {
+            let logits_all = acts.logits_all.as_ref().ok_or_else(|| {
+                crate::FuselmError::InvalidArgument("all-logits buffer not allocated".into())
+            })?;
+            let mm = kernels.matmul.get(&weights.head().format).ok_or_else(|| {
+                crate::FuselmError::Gpu("no kernel for the output head".into())
+            })?;
+            Head::AllLogits {
+                norm: b.norm(config.n_embd, config.rms_eps, RmsRows::All, &acts.x, &weights.output_norm, &acts.xn)?,
+                head: mm.bind(ctx, weights.head(), &acts.state, &acts.xn, logits_all, max_tokens)?,
+            }
+        } else {
+            let mv = kernels.matvec.get(&weights.head().format).ok_or_else(|| {
+                crate::FuselmError::Gpu("no kernel for the output head".into())
+            })?;
+            Head::NextToken {
+                norm: b.norm(config.n_embd, config.rms_eps, RmsRows::Last, &acts.x, &weights.output_norm, &acts.x_last)?,
+                head: mv.bind(ctx, weights.head(), &acts.x_last, &acts.logits)?,
+                argmax: kernels.argmax.bind(ctx, config.vocab_size, &acts.state, &acts.logits, &acts.tokens)?,
+                advance: kernels.advance.bind(ctx, &acts.state)?,
+            }
+        };
+        Ok(Self {
+            embed: kernels.embed.bind(ctx, &weights.tok_embd, &acts.state, &acts.tokens, &acts.x, max_tokens)?,
+            layers,
+            head,
+        })
+    }
+
+    /// Records the layers for `n_tokens` tokens (the count `state.n_tokens` will hold).
+    pub fn record_body(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
+        self.embed.record(pass, n_tokens)?;
+        for l in &self.layers {
+            l.attn_norm.record(pass, n_tokens)?;
+            l.q.record(pass, n_tokens)?;
+            l.k.record(pass, n_tokens)?;
+            l.v.record(pass, n_tokens)?;
+            l.rope.record(pass, n_tokens)?;
+            l.kv_store.record(pass, n_tokens)?;
+            l.attention.record(pass, n_tokens)?;
+            l.o.record(pass, n_tokens)?;
+            l.attn_residual.record(pass, n_tokens)?;
+            l.ffn_norm.record(pass, n_tokens)?;
+            l.gate.record(pass, n_tokens)?;
+            l.up.record(pass, n_tokens)?;
+            l.swiglu.record(pass, n_tokens)?;
+            l.down.record(pass, n_tokens)?;
+            l.ffn_residual.record(pass, n_tokens)?;
+        }
+        Ok(())
+    }
+
+    /// Records the whole step: layers, then the head (next token, or every token's logits).
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
+        self.record_body(pass, n_tokens)?;
+        match &self.head {
+            Head::NextToken { norm, head, argmax, advance } => {
+                norm.record(pass, n_tokens)?;
+                head.record(pass);
+                argmax.record(pass);
+                advance.record(pass);
+            }
+            Head::AllLogits { norm, head } => {
+                norm.record(pass, n_tokens)?;
+                head.record(pass, n_tokens)?;
+            }
+        }
+        Ok(())
+    }
+}

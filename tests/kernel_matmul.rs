@@ -1,0 +1,208 @@
+//! MatVec (decode) and MatMul (prefill) against `reference::matvec` / `matmul`, for every
+//! weight format, ragged shapes, 2D grids and weights split into row-chunks.
+//!
+//! Tolerance: per output, `1e-5 * sum_c |W[r][c] x[c]|` (f32 summation-order error; the GPU
+//! decodes quantized blocks to exactly ggml's dequantized values).
+
+mod common;
+mod kernel_support;
+
+use fuselm::gpu::GpuContext;
+use fuselm::kernels::{GpuWeight, MatMul, MatVec, WeightFormat};
+use fuselm::reference;
+use kernel_support::*;
+
+const REL: f32 = 1e-5;
+
+/// Shapes (k, n) per format: ragged n everywhere; ragged k only where the format allows it.
+fn shapes(format: WeightFormat) -> Vec<(usize, usize)> {
+    match format {
+        WeightFormat::F32 | WeightFormat::F16 => vec![(100, 33), (33, 100), (576, 576), (8, 7)],
+        _ => vec![(64, 33), (576, 1536), (1536, 576), (96, 100)],
+    }
+}
+
+async fn check_matvec(
+    ctx: &GpuContext,
+    kernel: &MatVec,
+    k: usize,
+    n: usize,
+    chunk: Option<u64>,
+    seed: u64,
+) -> f32 {
+    let format = kernel.format();
+    let mut rng = Rng::new(seed);
+    let (bytes, dense, ty) = weights(&mut rng, format, k, n);
+    let x = rng.vec(k, 1.0);
+    let w = match chunk {
+        Some(max) => GpuWeight::upload_chunked(ctx, "w", ty, k as u64, n as u64, &bytes, max),
+        None => GpuWeight::upload(ctx, "w", ty, k as u64, n as u64, &bytes),
+    }
+    .expect("upload");
+    if chunk.is_some() {
+        assert!(w.chunks().len() > 1, "the weight should be split");
+    }
+    let xb = buffer_f32(ctx, &x);
+    let yb = poisoned(ctx, n);
+    let call = kernel.bind(ctx, &w, &xb, &yb).expect("bind");
+    run(ctx, |pass| call.record(pass));
+    let got = read_f32(ctx, &yb, n).await;
+    let want = reference::matvec(&dense, &x, k, n);
+    let tol = dot_tolerance(&dense, &x, k, REL);
+    let case = format!("matvec {format:?} k={k} n={n} chunks={}", w.chunks().len());
+    assert_within(&case, &got, &want, &tol)
+}
+
+async fn matvec_all_formats() {
+    let ctx = context().await;
+    for (i, format) in WeightFormat::ALL.into_iter().enumerate() {
+        let kernel = MatVec::new(&ctx, format).await.expect("matvec pipeline");
+        for (j, (k, n)) in shapes(format).into_iter().enumerate() {
+            check_matvec(&ctx, &kernel, k, n, None, (i * 10 + j) as u64).await;
+        }
+    }
+}
+gpu_test!(matvec_all_formats_match_reference, matvec_all_formats);
+
+/// SmolLM2's output head: 49152 rows of 576 Q8_0 values (the tied embedding).
+async fn matvec_vocab_head() {
+    let ctx = context().await;
+    let kernel = MatVec::new(&ctx, WeightFormat::Q8_0)
+        .await
+        .expect("pipeline");
+    check_matvec(&ctx, &kernel, 576, 49152, None, 7).await;
+}
+gpu_test!(matvec_q8_0_vocab_head, matvec_vocab_head);
+
+/// More rows than maxComputeWorkgroupsPerDimension (65535): the grid folds into 2D.
+async fn matvec_2d_grid() {
+    let ctx = context().await;
+    let max = ctx.device.limits().max_compute_workgroups_per_dimension as usize;
+    let kernel = MatVec::new(&ctx, WeightFormat::Q4_0)
+        .await
+        .expect("pipeline");
+    check_matvec(&ctx, &kernel, 32, max + 4465, None, 8).await;
+}
+gpu_test!(matvec_rows_beyond_one_grid_dimension, matvec_2d_grid);
+
+/// Weights split into row-chunks (one binding each), including odd-k F16 whose rows are not
+/// word-aligned.
+async fn matvec_chunked() {
+    let ctx = context().await;
+    let cases = [
+        (WeightFormat::Q4_1, 576, 1000, 20_000),
+        (WeightFormat::Q8_0, 64, 77, 1000),
+        (WeightFormat::F16, 33, 101, 700),
+        (WeightFormat::F32, 100, 33, 4000),
+    ];
+    for (i, (format, k, n, max)) in cases.into_iter().enumerate() {
+        let kernel = MatVec::new(&ctx, format).await.expect("pipeline");
+        check_matvec(&ctx, &kernel, k, n, Some(max), 20 + i as u64).await;
+    }
+}
+gpu_test!(matvec_row_chunks, matvec_chunked);
+
+async fn check_matmul(
+    ctx: &GpuContext,
+    kernel: &MatMul,
+    k: usize,
+    n: usize,
+    n_tokens: usize,
+    chunk: Option<u64>,
+    seed: u64,
+) {
+    let format = kernel.format();
+    let mut rng = Rng::new(seed);
+    let (bytes, dense, ty) = weights(&mut rng, format, k, n);
+    let x = rng.vec(k * n_tokens, 1.0);
+    let w = match chunk {
+        Some(max) => GpuWeight::upload_chunked(ctx, "w", ty, k as u64, n as u64, &bytes, max),
+        None => GpuWeight::upload(ctx, "w", ty, k as u64, n as u64, &bytes),
+    }
+    .expect("upload");
+    let st = state(ctx, 3, n_tokens as u32);
+    let xb = buffer_f32(ctx, &x);
+    let yb = poisoned(ctx, n * n_tokens);
+    let call = kernel
+        .bind(ctx, &w, &st, &xb, &yb, n_tokens as u32)
+        .expect("bind");
+    let mut rec = Ok(());
+    run(ctx, |pass| rec = call.record(pass, n_tokens as u32));
+    rec.expect("record");
+    let got = read_f32(ctx, &yb, n * n_tokens).await;
+    let want = reference::matmul(&dense, &x, k, n);
+    let tol: Vec<f32> = x
+        .chunks(k)
+        .flat_map(|xt| dot_tolerance(&dense, xt, k, REL))
+        .collect();
+    let case = format!(
+        "matmul {format:?} k={k} n={n} tokens={n_tokens} chunks={}",
+        w.chunks().len()
+    );
+    assert_within(&case, &got, &want, &tol);
+}
+
+async fn matmul_all_formats() {
+    let ctx = context().await;
+    for (i, format) in WeightFormat::ALL.into_iter().enumerate() {
+        let kernel = MatMul::new(&ctx, format).await.expect("matmul pipeline");
+        for (j, (k, n)) in shapes(format).into_iter().enumerate() {
+            let n_tokens = [1, 7, 8, 13][j % 4];
+            check_matmul(
+                &ctx,
+                &kernel,
+                k,
+                n,
+                n_tokens,
+                None,
+                (100 + i * 10 + j) as u64,
+            )
+            .await;
+        }
+    }
+}
+gpu_test!(matmul_all_formats_match_reference, matmul_all_formats);
+
+async fn matmul_many_tokens_chunked() {
+    let ctx = context().await;
+    let kernel = MatMul::new(&ctx, WeightFormat::Q4_1)
+        .await
+        .expect("pipeline");
+    check_matmul(&ctx, &kernel, 576, 192, 33, Some(5000), 200).await;
+    let kernel = MatMul::new(&ctx, WeightFormat::F16)
+        .await
+        .expect("pipeline");
+    check_matmul(&ctx, &kernel, 33, 45, 17, Some(700), 201).await;
+}
+gpu_test!(matmul_many_tokens_and_chunks, matmul_many_tokens_chunked);
+
+/// The grid covers `max_tokens` but the kernel obeys `state.n_tokens`: rows past it stay
+/// untouched (poison), so a step shorter than the dispatch writes nothing stray.
+async fn matmul_obeys_state() {
+    let ctx = context().await;
+    let mut rng = Rng::new(300);
+    let (k, n) = (64, 40);
+    let (bytes, _, ty) = weights(&mut rng, WeightFormat::Q8_0, k, n);
+    let w = GpuWeight::upload(&ctx, "w", ty, k as u64, n as u64, &bytes).expect("upload");
+    let kernel = MatMul::new(&ctx, WeightFormat::Q8_0)
+        .await
+        .expect("pipeline");
+    let st = state(&ctx, 0, 3);
+    let xb = buffer_f32(&ctx, &rng.vec(k * 8, 1.0));
+    let yb = poisoned(&ctx, n * 8);
+    let call = kernel.bind(&ctx, &w, &st, &xb, &yb, 8).expect("bind");
+    run(&ctx, |pass| call.record(pass, 8).expect("record"));
+    let got = read_u32(&ctx, &yb, n * 8).await;
+    assert!(
+        got[..3 * n].iter().all(|v| *v != POISON),
+        "rows < n_tokens written"
+    );
+    assert!(
+        got[3 * n..].iter().all(|v| *v == POISON),
+        "rows >= n_tokens untouched"
+    );
+}
+gpu_test!(
+    matmul_rows_past_state_n_tokens_untouched,
+    matmul_obeys_state
+);
