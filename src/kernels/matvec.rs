@@ -17,8 +17,11 @@ struct MatVecParams {
 }
 const _: () = assert!(std::mem::size_of::<MatVecParams>() == 16);
 
-/// `y[r] = sum_c W[r][c] x[c]` for a `[k, n]` weight (one token), f32 accumulation; one
-/// workgroup of 64 per output row. One pipeline per weight format.
+/// Output rows per workgroup of 256 (32 lanes per row); mirrors `ROWS` in `matvec.wgsl`.
+pub const ROWS_PER_WORKGROUP: u32 = 8;
+
+/// `y[r] = sum_c W[r][c] x[c]` for a `[k, n]` weight (one token), f32 accumulation;
+/// [`ROWS_PER_WORKGROUP`] rows per workgroup. One pipeline per weight format.
 #[derive(Debug, Clone)]
 pub struct MatVec {
     pipeline: Pipeline,
@@ -67,7 +70,8 @@ impl MatVec {
                     row0: c.row0,
                     _pad: 0,
                 };
-                let (gx, gy) = grid(u64::from(c.rows), max_groups(ctx))?;
+                let groups = u64::from(c.rows.div_ceil(ROWS_PER_WORKGROUP));
+                let (gx, gy) = grid(groups, max_groups(ctx))?;
                 Ok((
                     self.pipeline.bind(ctx, &params, &[&c.buffer, x, y])?,
                     [gx, gy, 1],

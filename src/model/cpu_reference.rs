@@ -3,33 +3,143 @@
 //! GPU forward pass is tested against, not a way to run models.
 
 use crate::error::{FuselmError, Result};
-use crate::gguf::{dequantize_tensor, Gguf, ModelConfig, RopeStyle};
+use crate::gguf::{dequantize_tensor, f16_to_f32, f32_to_f16, GgmlType, Gguf, ModelConfig, RopeStyle};
 use crate::reference::{add, argmax, causal_attention, matmul, rms_norm, rope, swiglu};
+
+/// A dequantized weight and the type it was stored in (which decides how llama.cpp rounds the
+/// activations it is multiplied with).
+struct Mat {
+    w: Vec<f32>,
+    ty: GgmlType,
+}
 
 struct Layer {
     attn_norm: Vec<f32>,
-    wq: Vec<f32>,
-    wk: Vec<f32>,
-    wv: Vec<f32>,
-    wo: Vec<f32>,
+    wq: Mat,
+    wk: Mat,
+    wv: Mat,
+    wo: Mat,
     bq: Option<Vec<f32>>,
     bk: Option<Vec<f32>>,
     bv: Option<Vec<f32>>,
     bo: Option<Vec<f32>>,
     ffn_norm: Vec<f32>,
-    w_gate: Vec<f32>,
-    w_up: Vec<f32>,
-    w_down: Vec<f32>,
+    w_gate: Mat,
+    w_up: Mat,
+    w_down: Mat,
+}
+
+/// How the CPU reference rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Numerics {
+    /// Every op in f32 on the dequantized weights: the ground truth for the GPU kernels.
+    ExactF32,
+    /// As llama.cpp's CPU backend: activations quantized to 8 bits per block of 32 (f16 scale)
+    /// before each product with a quantized weight, converted to f16 before an f16 weight, and
+    /// an f16 KV cache with f16 queries and attention probabilities. Used to tell llama.cpp's
+    /// rounding from bugs when comparing against its outputs.
+    LlamaCpp,
+}
+
+fn round_f16(x: f32) -> f32 {
+    f16_to_f32(f32_to_f16(x))
+}
+
+/// ggml's `quantize_row_q8_0`/`q8_1` then dequantize: per block of 32, `d = amax / 127`,
+/// `q = round(x / d)`, value `q * f16(d)`.
+fn round_q8(x: &[f32]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    for block in x.chunks(32) {
+        let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        let d16 = round_f16(d);
+        out.extend(block.iter().map(|v| (v * id).round() * d16));
+    }
+    out
+}
+
+impl Numerics {
+    /// The activation rows as the product with a weight of type `ty` sees them.
+    fn activations(self, x: &[f32], ty: GgmlType) -> std::borrow::Cow<'_, [f32]> {
+        match (self, ty) {
+            (Numerics::ExactF32, _) | (_, GgmlType::F32) => x.into(),
+            (Numerics::LlamaCpp, GgmlType::F16 | GgmlType::BF16) => {
+                x.iter().map(|&v| round_f16(v)).collect::<Vec<_>>().into()
+            }
+            (Numerics::LlamaCpp, _) => round_q8(x).into(),
+        }
+    }
+
+    fn f16(self, x: &mut [f32]) {
+        if self == Numerics::LlamaCpp {
+            x.iter_mut().for_each(|v| *v = round_f16(*v));
+        }
+    }
+}
+
+/// llama.cpp's CPU flash attention with an f16 KV cache (`ggml_compute_forward_flash_attn_ext_f16`):
+/// Q·K in f32 over f16-rounded operands, online softmax, and the V accumulator kept in f16.
+#[allow(clippy::too_many_arguments)]
+fn attention_llama_cpp(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    pos0: usize,
+    n_head: usize,
+    n_head_kv: usize,
+    head_dim: usize,
+) -> Vec<f32> {
+    let kv_row = n_head_kv * head_dim;
+    let group = n_head / n_head_kv.max(1);
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    let mut out = Vec::with_capacity(q.len());
+    for (t, qt) in q.chunks(n_head * head_dim).enumerate() {
+        for h in 0..n_head {
+            let qh: Vec<f32> = qt[h * head_dim..(h + 1) * head_dim].iter().map(|&v| round_f16(v)).collect();
+            let kv = (h / group) * head_dim;
+            let (mut m, mut s) = (f32::NEG_INFINITY, 0f32);
+            let mut acc = vec![0f32; head_dim]; // f16 values
+            for p in 0..=pos0 + t {
+                let kp = &keys[p * kv_row + kv..p * kv_row + kv + head_dim];
+                let score = qh.iter().zip(kp).map(|(a, b)| (*a as f64) * (*b as f64)).sum::<f64>() as f32 * scale;
+                let m_old = m;
+                let (ms, vs) = if score > m {
+                    m = score;
+                    ((m_old - m).exp(), 1.0)
+                } else {
+                    (1.0, (score - m).exp())
+                };
+                if ms != 1.0 {
+                    acc.iter_mut().for_each(|a| *a = round_f16(*a * ms));
+                }
+                let vp = &values[p * kv_row + kv..p * kv_row + kv + head_dim];
+                for (a, v) in acc.iter_mut().zip(vp) {
+                    *a = round_f16(*a + v * vs);
+                }
+                s = s * ms + vs;
+            }
+            out.extend(acc.iter().map(|a| a / s));
+        }
+    }
+    out
+}
+
+/// `X · W^T` for `[n_tokens, k]` activations, rounding them as `numerics` says.
+fn mat(numerics: Numerics, w: &Mat, x: &[f32], k: usize, n: usize) -> Vec<f32> {
+    matmul(&w.w, &numerics.activations(x, w.ty), k, n)
 }
 
 /// A model held as dense f32 on the host, with its own KV cache.
 pub struct CpuReferenceModel {
     pub config: ModelConfig,
-    tok_embd: Vec<f32>,
+    tok_embd: Mat,
     layers: Vec<Layer>,
     output_norm: Vec<f32>,
     /// `None` when the output head is tied to `tok_embd`.
-    output: Option<Vec<f32>>,
+    output: Option<Mat>,
+    /// Round like llama.cpp's CPU backend instead of computing in exact f32 (see [`Numerics`]).
+    pub numerics: Numerics,
     /// Per layer, `[pos, n_head_kv * head_dim]` rows for K and for V.
     k_cache: Vec<Vec<f32>>,
     v_cache: Vec<Vec<f32>>,
@@ -40,6 +150,14 @@ fn load(g: &Gguf, file: &[u8], name: &str) -> Result<Vec<f32>> {
         .tensor(name)
         .ok_or_else(|| crate::gguf::GgufError::MissingTensor { name: name.into() })?;
     Ok(dequantize_tensor(t, g.tensor_data(file, t)?)?)
+}
+
+fn load_mat(g: &Gguf, file: &[u8], name: &str) -> Result<Mat> {
+    let ty = g
+        .tensor(name)
+        .ok_or_else(|| crate::gguf::GgufError::MissingTensor { name: name.into() })?
+        .ggml_type()?;
+    Ok(Mat { w: load(g, file, name)?, ty })
 }
 
 fn load_opt(g: &Gguf, file: &[u8], name: &str) -> Result<Option<Vec<f32>>> {
@@ -80,25 +198,29 @@ impl CpuReferenceModel {
             let name = |s: &str| format!("blk.{i}.{s}");
             layers.push(Layer {
                 attn_norm: load(g, file, &name("attn_norm.weight"))?,
-                wq: load(g, file, &name("attn_q.weight"))?,
-                wk: load(g, file, &name("attn_k.weight"))?,
-                wv: load(g, file, &name("attn_v.weight"))?,
-                wo: load(g, file, &name("attn_output.weight"))?,
+                wq: load_mat(g, file, &name("attn_q.weight"))?,
+                wk: load_mat(g, file, &name("attn_k.weight"))?,
+                wv: load_mat(g, file, &name("attn_v.weight"))?,
+                wo: load_mat(g, file, &name("attn_output.weight"))?,
                 bq: load_opt(g, file, &name("attn_q.bias"))?,
                 bk: load_opt(g, file, &name("attn_k.bias"))?,
                 bv: load_opt(g, file, &name("attn_v.bias"))?,
                 bo: load_opt(g, file, &name("attn_output.bias"))?,
                 ffn_norm: load(g, file, &name("ffn_norm.weight"))?,
-                w_gate: load(g, file, &name("ffn_gate.weight"))?,
-                w_up: load(g, file, &name("ffn_up.weight"))?,
-                w_down: load(g, file, &name("ffn_down.weight"))?,
+                w_gate: load_mat(g, file, &name("ffn_gate.weight"))?,
+                w_up: load_mat(g, file, &name("ffn_up.weight"))?,
+                w_down: load_mat(g, file, &name("ffn_down.weight"))?,
             });
         }
         let n_layers = layers.len();
         Ok(Self {
-            tok_embd: load(g, file, "token_embd.weight")?,
+            tok_embd: load_mat(g, file, "token_embd.weight")?,
             output_norm: load(g, file, "output_norm.weight")?,
-            output: load_opt(g, file, "output.weight")?,
+            output: match g.tensor("output.weight") {
+                Some(_) => Some(load_mat(g, file, "output.weight")?),
+                None => None,
+            },
+            numerics: Numerics::ExactF32,
             layers,
             k_cache: vec![Vec::new(); n_layers],
             v_cache: vec![Vec::new(); n_layers],
@@ -139,14 +261,15 @@ impl CpuReferenceModel {
             .iter()
             .flat_map(|&t| {
                 let t = t as usize;
-                self.tok_embd[t * n_embd..(t + 1) * n_embd].to_vec()
+                self.tok_embd.w[t * n_embd..(t + 1) * n_embd].to_vec()
             })
             .collect();
         for (l, layer) in self.layers.iter().enumerate() {
             let h = rms_norm(&x, &layer.attn_norm, c.rms_eps);
-            let mut q = matmul(&layer.wq, &h, n_embd, q_dim);
-            let mut k = matmul(&layer.wk, &h, n_embd, kv_dim);
-            let mut v = matmul(&layer.wv, &h, n_embd, kv_dim);
+            let nm = self.numerics;
+            let mut q = mat(nm, &layer.wq, &h, n_embd, q_dim);
+            let mut k = mat(nm, &layer.wk, &h, n_embd, kv_dim);
+            let mut v = mat(nm, &layer.wv, &h, n_embd, kv_dim);
             add_bias(&mut q, &layer.bq);
             add_bias(&mut k, &layer.bk);
             add_bias(&mut v, &layer.bv);
@@ -155,9 +278,16 @@ impl CpuReferenceModel {
                 rope(qt, head_dim, n_rot, pos, c.rope_freq_base, neox);
                 rope(kt, head_dim, n_rot, pos, c.rope_freq_base, neox);
             }
+            nm.f16(&mut k);
+            nm.f16(&mut v);
+            nm.f16(&mut q);
             self.k_cache[l].extend_from_slice(&k);
             self.v_cache[l].extend_from_slice(&v);
-            let att = causal_attention(
+            let attend = match nm {
+                Numerics::ExactF32 => causal_attention,
+                Numerics::LlamaCpp => attention_llama_cpp,
+            };
+            let att = attend(
                 &q,
                 &self.k_cache[l],
                 &self.v_cache[l],
@@ -166,18 +296,18 @@ impl CpuReferenceModel {
                 n_head_kv,
                 head_dim,
             );
-            let mut o = matmul(&layer.wo, &att, q_dim, n_embd);
+            let mut o = mat(nm, &layer.wo, &att, q_dim, n_embd);
             add_bias(&mut o, &layer.bo);
             x = add(&x, &o);
             let h = rms_norm(&x, &layer.ffn_norm, c.rms_eps);
-            let gate = matmul(&layer.w_gate, &h, n_embd, n_ff);
-            let up = matmul(&layer.w_up, &h, n_embd, n_ff);
-            let down = matmul(&layer.w_down, &swiglu(&gate, &up), n_ff, n_embd);
+            let gate = mat(nm, &layer.w_gate, &h, n_embd, n_ff);
+            let up = mat(nm, &layer.w_up, &h, n_embd, n_ff);
+            let down = mat(nm, &layer.w_down, &swiglu(&gate, &up), n_ff, n_embd);
             x = add(&x, &down);
         }
         let h = rms_norm(&x, &self.output_norm, c.rms_eps);
         let head = self.output.as_ref().unwrap_or(&self.tok_embd);
-        Ok(matmul(head, &h, n_embd, c.vocab_size as usize))
+        Ok(mat(self.numerics, head, &h, n_embd, c.vocab_size as usize))
     }
 
     /// Greedy continuation of `prompt` by `n` tokens (stops early at none: the caller decides).

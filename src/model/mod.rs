@@ -6,6 +6,7 @@ pub mod cpu_reference;
 mod gpu_model;
 mod gpu_weights;
 mod step;
+pub mod synthetic;
 mod text_model;
 pub mod vocab;
 

@@ -1,0 +1,113 @@
+//! The GPU forward pass against the CPU reference forward pass on small synthetic Llama models
+//! (random weights, several quant types, grouped-query attention), natively and in the browser.
+//!
+//! Tolerance: both compute in f32 but sum in different orders, so logits may differ by rounding
+//! that grows through the layers; we require max |gpu - cpu| <= 1e-3 * max(1, max |cpu|).
+//! Greedy ids must agree up to the first CPU near-tie (top-2 gap below 1e-3).
+
+mod common;
+
+use fuselm::gguf::{GgmlType, Gguf};
+use fuselm::gpu::GpuContext;
+use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
+use fuselm::model::{CpuReferenceModel, GpuModel, LoadOptions};
+
+const REL_TOL: f32 = 1e-3;
+
+fn specs() -> Vec<(&'static str, SyntheticSpec)> {
+    vec![
+        ("q4_1/q8_0/q4_0, GQA 4:2, tied Q8_0 head", SyntheticSpec::default()),
+        (
+            "f16/f32, MHA, untied F16 head",
+            SyntheticSpec {
+                n_layers: 2,
+                n_embd: 96,
+                n_ff: 160,
+                n_head: 3,
+                n_head_kv: 3,
+                matrix_types: vec![GgmlType::F16, GgmlType::F32],
+                embedding_type: GgmlType::F16,
+                tied: false,
+                seed: 11,
+                ..SyntheticSpec::default()
+            },
+        ),
+        (
+            "q4_0, GQA 8:1, ragged ffn, untied Q4_1 head",
+            SyntheticSpec {
+                n_layers: 2,
+                n_embd: 256,
+                n_ff: 544,
+                n_head: 8,
+                n_head_kv: 1,
+                matrix_types: vec![GgmlType::Q4_0],
+                embedding_type: GgmlType::Q4_1,
+                tied: false,
+                seed: 3,
+                ..SyntheticSpec::default()
+            },
+        ),
+    ]
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> (f32, f32) {
+    let diff = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+    let scale = b.iter().map(|y| y.abs()).fold(1f32, f32::max);
+    (diff, scale)
+}
+
+fn top2_gap(row: &[f32]) -> f32 {
+    let mut v: Vec<f32> = row.to_vec();
+    v.sort_by(|a, b| b.total_cmp(a));
+    v[0] - v[1]
+}
+
+async fn gpu_forward_matches_cpu_reference() {
+    let prompt: Vec<u32> = b"fused kernels, one pass: ".iter().map(|&b| u32::from(b)).collect();
+    for (name, spec) in specs() {
+        let bytes = synthetic_llama(&spec);
+        let gguf = Gguf::parse(&bytes).expect("synthetic GGUF parses");
+        let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
+        let vocab = cpu.config.vocab_size as usize;
+        let ctx = GpuContext::new().await.expect("gpu");
+        // max_batch 8 < prompt length: prefill runs in several batches.
+        let options = LoadOptions { n_ctx: Some(64), max_batch: Some(8) };
+        let mut gpu = GpuModel::load(ctx, &bytes, &options).await.expect("gpu model");
+
+        // Next-token logits after a multi-batch prefill.
+        let want = cpu.forward(&prompt).expect("cpu forward");
+        let got = gpu.next_logits(&prompt).await.expect("gpu logits");
+        let last = &want[(prompt.len() - 1) * vocab..];
+        let (diff, scale) = max_abs_diff(&got, last);
+        assert!(diff <= REL_TOL * scale, "{name}: next logits differ by {diff} (scale {scale})");
+
+        // Every position's logits (teacher forcing), one batch.
+        let short = &prompt[..8];
+        cpu.reset();
+        let want = cpu.forward(short).expect("cpu forward");
+        let got = gpu.all_logits(short).await.expect("gpu all logits");
+        let (diff, scale) = max_abs_diff(&got, &want);
+        assert!(diff <= REL_TOL * scale, "{name}: all logits differ by {diff} (scale {scale})");
+
+        // Greedy decode, several steps per submission, vs the CPU's, up to a near-tie.
+        cpu.reset();
+        let mut logits = cpu.forward(&prompt).expect("cpu forward");
+        let mut cpu_ids = Vec::new();
+        for _ in 0..12 {
+            let row = &logits[logits.len() - vocab..];
+            if top2_gap(row) < 1e-3 {
+                break;
+            }
+            let id = fuselm::reference::argmax(row).expect("argmax") as u32;
+            cpu_ids.push(id);
+            logits = cpu.forward(&[id]).expect("cpu step");
+        }
+        let r#gen = gpu
+            .generate(&prompt, 12, 5, &|_| false, &mut |_| true)
+            .await
+            .expect("gpu generate");
+        assert_eq!(r#gen.tokens[..cpu_ids.len()], cpu_ids[..], "{name}: greedy ids");
+        assert!(cpu_ids.len() >= 4, "{name}: too many near-ties to compare");
+    }
+}
+gpu_test!(gpu_forward_matches_cpu_reference_on_synthetic_models, gpu_forward_matches_cpu_reference);
