@@ -9,6 +9,7 @@ import { toFuselmError } from "./errors.js";
 
 export { init } from "./init.js";
 export { FuselmError, type ErrorKind } from "./errors.js";
+export { loadModel, Model, type ModelSource } from "./model.js";
 export type {
   AdapterReport,
   ProbeOptions,
@@ -19,6 +20,12 @@ export type {
   BenchReport,
   Measurement,
   TimerKind,
+  LoadOptions,
+  GenerateOptions,
+  GenerateResult,
+  GenerateTimings,
+  StopReason,
+  ModelInfo,
 } from "./wasm/fuselm.js";
 
 /**

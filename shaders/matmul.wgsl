@@ -1,10 +1,11 @@
 // Prefill matrix product: Y[t][row0 + r] = sum_c W[r][c] * X[t][c] for t < state.n_tokens.
 //
-// Same shape as matvec.wgsl (one workgroup per weight row, 64 invocations striding over the
-// row in units of 8, tree reduction) but each workgroup serves TOKENS tokens: every weight
-// unit is decoded once and dotted with TOKENS activation rows, so quantized weights are read
-// and dequantized TOKENS times less often than running matvec per token. Grid: x/y = weight
-// rows (folded 2D), z = token tiles. The token count comes from `state`.
+// Same shape as matvec.wgsl (a workgroup of 256 serves ROWS = 8 weight rows, 32 lanes per row
+// striding over it in units of 8, tree reduction) but each workgroup also serves TOKENS
+// tokens: every weight unit is decoded once and dotted with TOKENS activation rows, so
+// quantized weights are read and dequantized TOKENS times less often than running matvec per
+// token. Grid: x/y = row groups (folded 2D), z = token tiles. The token count comes from
+// `state`.
 
 struct Params {
     k: u32,      // values per row (input length)
@@ -19,9 +20,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read> x: array<f32>;       // [n_tokens, k]
 @group(0) @binding(4) var<storage, read_write> y: array<f32>; // [n_tokens, n]
 
-const WG: u32 = 64u;
+const WG: u32 = 256u;
+const LANES: u32 = 32u;
+const ROWS: u32 = WG / LANES; // must match kernels::matmul::ROWS_PER_WORKGROUP
 const TOKENS: u32 = 8u;
-var<workgroup> red: array<f32, 512>; // [TOKENS, WG]
+var<workgroup> red: array<f32, 2048>; // [TOKENS, WG]
 
 fn x_f32(base: u32, c: u32) -> f32 {
     return select(0.0, x[base + c], c < p.k);
@@ -42,13 +45,15 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let row = wg.x + wg.y * nwg.x;
+    let lane = lid % LANES;
+    let row_base = lid - lane; // this row's first slot in `red`
+    let row = (wg.x + wg.y * nwg.x) * ROWS + lid / LANES;
     let t0 = wg.z * TOKENS;
     let nt = min(TOKENS, max(state.n_tokens, t0) - t0);
     let units = (p.k + 7u) / 8u;
     var acc = array<f32, TOKENS>();
     if row < p.n_rows {
-        for (var u = lid; u < units; u += WG) {
+        for (var u = lane; u < units; u += LANES) {
             let wv = w_load8(row, u, p.k);
             for (var j = 0u; j < nt; j++) {
                 acc[j] += dot8(wv, x_load8(t0 + j, u));
@@ -58,16 +63,16 @@ fn main(
     for (var j = 0u; j < TOKENS; j++) {
         red[j * WG + lid] = acc[j];
     }
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
         workgroupBarrier();
-        if lid < s {
+        if lane < s {
             for (var j = 0u; j < TOKENS; j++) {
                 red[j * WG + lid] += red[j * WG + lid + s];
             }
         }
     }
     workgroupBarrier();
-    if lid < nt && row < p.n_rows {
-        y[(t0 + lid) * p.n + p.row0 + row] = red[lid * WG];
+    if lane < nt && row < p.n_rows {
+        y[(t0 + lane) * p.n + p.row0 + row] = red[lane * WG + row_base];
     }
 }

@@ -49,6 +49,10 @@ pub enum FuselmError {
     /// Bad arguments from the caller.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+
+    /// The model is already generating; one generation runs at a time per model.
+    #[error("busy: {0}")]
+    Busy(String),
 }
 
 /// The stable, machine-readable category of a [`FuselmError`]; in TypeScript, `FuselmError.kind`.
@@ -66,6 +70,7 @@ pub enum ErrorKind {
     Template,
     Aborted,
     InvalidArgument,
+    Busy,
 }
 
 impl ErrorKind {
@@ -81,6 +86,7 @@ impl ErrorKind {
             ErrorKind::Template => "template",
             ErrorKind::Aborted => "aborted",
             ErrorKind::InvalidArgument => "invalid-argument",
+            ErrorKind::Busy => "busy",
         }
     }
 }
@@ -98,13 +104,15 @@ impl FuselmError {
             FuselmError::Template(_) => ErrorKind::Template,
             FuselmError::Aborted => ErrorKind::Aborted,
             FuselmError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            FuselmError::Busy(_) => ErrorKind::Busy,
         }
     }
 }
 
 pub type Result<T, E = FuselmError> = std::result::Result<T, E>;
 
-#[cfg(test)]
+// Native only: serde_json is a native dependency, and the names do not depend on the target.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::ErrorKind;
 
@@ -121,6 +129,7 @@ mod tests {
             ErrorKind::Template,
             ErrorKind::Aborted,
             ErrorKind::InvalidArgument,
+            ErrorKind::Busy,
         ] {
             let json = serde_json::to_string(&kind).unwrap_or_default();
             assert_eq!(json, format!("\"{}\"", kind.as_str()));

@@ -4,17 +4,17 @@
 //! The native core (everything but [`web`]) has no wasm-bindgen; the JS facade in `web` is
 //! compiled only for wasm32. See ARCHITECTURE.md for the map.
 
+pub mod chat_template;
 pub mod clock;
 pub mod error;
 pub mod gguf;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
-pub mod reference;
 pub mod probe;
+pub mod reference;
 pub mod shaders;
 pub mod tokenizer;
-pub mod chat_template;
 
 #[cfg(target_arch = "wasm32")]
 pub mod web;

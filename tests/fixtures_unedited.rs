@@ -13,7 +13,12 @@ fn fixture_copies_match_the_shared_originals() {
         eprintln!("skip: {} not present on this machine", shared.display());
         return;
     }
-    for name in ["tokenize.jsonl", "chat_template.jsonl", "greedy.jsonl", "meta.json"] {
+    for name in [
+        "tokenize.jsonl",
+        "chat_template.jsonl",
+        "greedy.jsonl",
+        "meta.json",
+    ] {
         let original = std::fs::read(shared.join("smollm2").join(name)).expect("shared fixture");
         let copy = std::fs::read(root.join("tests/fixtures/llama.cpp/smollm2").join(name))
             .expect("copied fixture");

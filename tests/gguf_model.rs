@@ -1,8 +1,8 @@
 //! ModelConfig on synthetic llama/qwen2 files and the real model; writer round trips.
 
 use fuselm::gguf::{
-    dequantize_tensor, layer_tensor, quantize_q4_0, quantize_q4_1, quantize_q8_0, Gguf, GgmlType, GgufError,
-    GgufWriter, ModelConfig, RopeStyle, LAYER_TENSORS,
+    dequantize_tensor, layer_tensor, quantize_q4_0, quantize_q4_1, quantize_q8_0, GgmlType, Gguf,
+    GgufError, GgufWriter, ModelConfig, RopeStyle, LAYER_TENSORS,
 };
 
 /// Deterministic pseudo-random weights (xorshift), uniform in [-1, 1).
@@ -32,7 +32,18 @@ struct Spec {
 }
 
 fn llama() -> Spec {
-    Spec { arch: "llama", layers: 2, embd: 64, ff: 96, heads: 4, kv_heads: 2, vocab: 40, tied: true, skip: None, reshape: None }
+    Spec {
+        arch: "llama",
+        layers: 2,
+        embd: 64,
+        ff: 96,
+        heads: 4,
+        kv_heads: 2,
+        vocab: 40,
+        tied: true,
+        skip: None,
+        reshape: None,
+    }
 }
 
 /// A tiny model with random Q8_0/Q4_0/Q4_1/F32 weights; `tweak` edits metadata.
@@ -44,12 +55,18 @@ fn synth(spec: &Spec, tweak: impl FnOnce(&mut GgufWriter)) -> Vec<u8> {
     w.add_u32(&format!("{a}.embedding_length"), spec.embd as u32);
     w.add_u32(&format!("{a}.feed_forward_length"), spec.ff as u32);
     w.add_u32(&format!("{a}.attention.head_count"), spec.heads as u32);
-    w.add_u32(&format!("{a}.attention.head_count_kv"), spec.kv_heads as u32);
+    w.add_u32(
+        &format!("{a}.attention.head_count_kv"),
+        spec.kv_heads as u32,
+    );
     w.add_u32(&format!("{a}.context_length"), 256);
     w.add_f32(&format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5);
     w.add_f32(&format!("{a}.rope.freq_base"), 100_000.0);
     let tokens: Vec<String> = (0..spec.vocab).map(|i| format!("t{i}")).collect();
-    w.add_str_array("tokenizer.ggml.tokens", &tokens.iter().map(String::as_str).collect::<Vec<_>>());
+    w.add_str_array(
+        "tokenizer.ggml.tokens",
+        &tokens.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     tweak(&mut w);
     let (e, hd) = (spec.embd, spec.embd / spec.heads);
     let mut seed = 0;
@@ -72,27 +89,82 @@ fn synth(spec: &Spec, tweak: impl FnOnce(&mut GgufWriter)) -> Vec<u8> {
         };
         w.add_tensor(&name, &dims, ty, data);
     };
-    add(&mut w, "token_embd.weight".into(), vec![e, spec.vocab], GgmlType::F32);
+    add(
+        &mut w,
+        "token_embd.weight".into(),
+        vec![e, spec.vocab],
+        GgmlType::F32,
+    );
     for i in 0..spec.layers {
         let l = |s: &str| layer_tensor(i, s);
         add(&mut w, l("attn_norm.weight"), vec![e], GgmlType::F32);
-        add(&mut w, l("attn_q.weight"), vec![e, spec.heads * hd], GgmlType::Q8_0);
-        add(&mut w, l("attn_k.weight"), vec![e, spec.kv_heads * hd], GgmlType::Q4_0);
-        add(&mut w, l("attn_v.weight"), vec![e, spec.kv_heads * hd], GgmlType::Q4_1);
-        add(&mut w, l("attn_output.weight"), vec![spec.heads * hd, e], GgmlType::Q8_0);
+        add(
+            &mut w,
+            l("attn_q.weight"),
+            vec![e, spec.heads * hd],
+            GgmlType::Q8_0,
+        );
+        add(
+            &mut w,
+            l("attn_k.weight"),
+            vec![e, spec.kv_heads * hd],
+            GgmlType::Q4_0,
+        );
+        add(
+            &mut w,
+            l("attn_v.weight"),
+            vec![e, spec.kv_heads * hd],
+            GgmlType::Q4_1,
+        );
+        add(
+            &mut w,
+            l("attn_output.weight"),
+            vec![spec.heads * hd, e],
+            GgmlType::Q8_0,
+        );
         if a == "qwen2" {
-            add(&mut w, l("attn_q.bias"), vec![spec.heads * hd], GgmlType::F32);
-            add(&mut w, l("attn_k.bias"), vec![spec.kv_heads * hd], GgmlType::F32);
-            add(&mut w, l("attn_v.bias"), vec![spec.kv_heads * hd], GgmlType::F32);
+            add(
+                &mut w,
+                l("attn_q.bias"),
+                vec![spec.heads * hd],
+                GgmlType::F32,
+            );
+            add(
+                &mut w,
+                l("attn_k.bias"),
+                vec![spec.kv_heads * hd],
+                GgmlType::F32,
+            );
+            add(
+                &mut w,
+                l("attn_v.bias"),
+                vec![spec.kv_heads * hd],
+                GgmlType::F32,
+            );
         }
         add(&mut w, l("ffn_norm.weight"), vec![e], GgmlType::F32);
-        add(&mut w, l("ffn_gate.weight"), vec![e, spec.ff], GgmlType::Q4_1);
+        add(
+            &mut w,
+            l("ffn_gate.weight"),
+            vec![e, spec.ff],
+            GgmlType::Q4_1,
+        );
         add(&mut w, l("ffn_up.weight"), vec![e, spec.ff], GgmlType::Q4_0);
-        add(&mut w, l("ffn_down.weight"), vec![spec.ff, e], GgmlType::Q8_0);
+        add(
+            &mut w,
+            l("ffn_down.weight"),
+            vec![spec.ff, e],
+            GgmlType::Q8_0,
+        );
     }
     add(&mut w, "output_norm.weight".into(), vec![e], GgmlType::F32);
     if !spec.tied {
-        add(&mut w, "output.weight".into(), vec![e, spec.vocab], GgmlType::Q8_0);
+        add(
+            &mut w,
+            "output.weight".into(),
+            vec![e, spec.vocab],
+            GgmlType::Q8_0,
+        );
     }
     w.to_bytes()
 }
@@ -104,8 +176,27 @@ fn config(file: &[u8]) -> Result<ModelConfig, GgufError> {
 #[test]
 fn synthetic_llama_config() {
     let c = config(&synth(&llama(), |_| {})).unwrap();
-    assert_eq!((c.arch.as_str(), c.n_layers, c.n_embd, c.n_ff, c.n_head, c.n_head_kv, c.head_dim), ("llama", 2, 64, 96, 4, 2, 16));
-    assert_eq!((c.rope_freq_base, c.rope_dims, c.rope_style, c.rope_scaling.clone()), (100_000.0, 16, RopeStyle::Norm, None));
+    assert_eq!(
+        (
+            c.arch.as_str(),
+            c.n_layers,
+            c.n_embd,
+            c.n_ff,
+            c.n_head,
+            c.n_head_kv,
+            c.head_dim
+        ),
+        ("llama", 2, 64, 96, 4, 2, 16)
+    );
+    assert_eq!(
+        (
+            c.rope_freq_base,
+            c.rope_dims,
+            c.rope_style,
+            c.rope_scaling.clone()
+        ),
+        (100_000.0, 16, RopeStyle::Norm, None)
+    );
     assert_eq!((c.rms_eps, c.context_length, c.vocab_size), (1e-5, 256, 40));
     assert!(c.tied_output && !c.qkv_bias && !c.attn_output_bias && !c.rope_freqs);
     let names: Vec<String> = c.expected_tensors().into_iter().map(|(n, _)| n).collect();
@@ -115,56 +206,141 @@ fn synthetic_llama_config() {
 
 #[test]
 fn synthetic_qwen2_untied_with_scaling() {
-    let spec = Spec { arch: "qwen2", tied: false, ..llama() };
+    let spec = Spec {
+        arch: "qwen2",
+        tied: false,
+        ..llama()
+    };
     let file = synth(&spec, |w| {
         w.add_str("qwen2.rope.scaling.type", "yarn");
         w.add_f32("qwen2.rope.scaling.factor", 4.0);
         w.add_u32("qwen2.rope.scaling.original_context_length", 64);
     });
     let c = config(&file).unwrap();
-    assert_eq!((c.rope_style, c.qkv_bias, c.tied_output), (RopeStyle::NeoX, true, false));
+    assert_eq!(
+        (c.rope_style, c.qkv_bias, c.tied_output),
+        (RopeStyle::NeoX, true, false)
+    );
     let s = c.rope_scaling.unwrap();
-    assert_eq!((s.kind.as_str(), s.factor, s.original_context_length), ("yarn", 4.0, Some(64)));
+    assert_eq!(
+        (s.kind.as_str(), s.factor, s.original_context_length),
+        ("yarn", 4.0, Some(64))
+    );
 }
 
 #[test]
 fn config_errors_name_the_problem() {
     let missing = |k: &str| GgufError::MissingKey { key: k.into() };
     // Missing key (written under a different name).
-    let f = synth(&Spec { arch: "llama", ..llama() }, |w| {
-        w.add_str("general.name", "x");
-    });
+    let f = synth(
+        &Spec {
+            arch: "llama",
+            ..llama()
+        },
+        |w| {
+            w.add_str("general.name", "x");
+        },
+    );
     assert!(config(&f).is_ok());
     let f = synth(&llama(), |w| {
         w.add_u32("llama.attention.key_length", 0);
     });
-    assert!(matches!(config(&f), Err(GgufError::InvalidValue { key, .. }) if key == "llama.attention.key_length"));
-    let f = synth(&Spec { kv_heads: 3, ..llama() }, |_| {});
-    assert!(matches!(config(&f), Err(GgufError::InvalidValue { key, .. }) if key == "llama.attention.head_count_kv"));
-    let f = synth(&Spec { skip: Some("blk.1.ffn_up.weight"), ..llama() }, |_| {});
-    assert_eq!(config(&f), Err(GgufError::MissingTensor { name: "blk.1.ffn_up.weight".into() }));
-    let f = synth(&Spec { reshape: Some(("blk.0.attn_q.weight", vec![64, 32])), ..llama() }, |_| {});
+    assert!(
+        matches!(config(&f), Err(GgufError::InvalidValue { key, .. }) if key == "llama.attention.key_length")
+    );
+    let f = synth(
+        &Spec {
+            kv_heads: 3,
+            ..llama()
+        },
+        |_| {},
+    );
+    assert!(
+        matches!(config(&f), Err(GgufError::InvalidValue { key, .. }) if key == "llama.attention.head_count_kv")
+    );
+    let f = synth(
+        &Spec {
+            skip: Some("blk.1.ffn_up.weight"),
+            ..llama()
+        },
+        |_| {},
+    );
     assert_eq!(
         config(&f),
-        Err(GgufError::TensorShape { name: "blk.0.attn_q.weight".into(), expected: vec![64, 64], found: vec![64, 32] })
+        Err(GgufError::MissingTensor {
+            name: "blk.1.ffn_up.weight".into()
+        })
     );
-    let f = synth(&Spec { arch: "gemma3", ..llama() }, |_| {});
-    assert_eq!(config(&f), Err(GgufError::UnsupportedArchitecture { arch: "gemma3".into() }));
-    let f = synth(&Spec { reshape: Some(("token_embd.weight", vec![64, 41])), ..llama() }, |_| {});
+    let f = synth(
+        &Spec {
+            reshape: Some(("blk.0.attn_q.weight", vec![64, 32])),
+            ..llama()
+        },
+        |_| {},
+    );
+    assert_eq!(
+        config(&f),
+        Err(GgufError::TensorShape {
+            name: "blk.0.attn_q.weight".into(),
+            expected: vec![64, 64],
+            found: vec![64, 32]
+        })
+    );
+    let f = synth(
+        &Spec {
+            arch: "gemma3",
+            ..llama()
+        },
+        |_| {},
+    );
+    assert_eq!(
+        config(&f),
+        Err(GgufError::UnsupportedArchitecture {
+            arch: "gemma3".into()
+        })
+    );
+    let f = synth(
+        &Spec {
+            reshape: Some(("token_embd.weight", vec![64, 41])),
+            ..llama()
+        },
+        |_| {},
+    );
     assert!(matches!(config(&f), Err(GgufError::TensorShape { .. })));
     // A file without the epsilon key: build by hand.
     let mut w = GgufWriter::new();
     w.add_str("general.architecture", "llama");
-    for k in ["block_count", "embedding_length", "feed_forward_length", "attention.head_count", "context_length"] {
-        w.add_u32(&format!("llama.{k}"), if k == "attention.head_count" { 2 } else { 8 });
+    for k in [
+        "block_count",
+        "embedding_length",
+        "feed_forward_length",
+        "attention.head_count",
+        "context_length",
+    ] {
+        w.add_u32(
+            &format!("llama.{k}"),
+            if k == "attention.head_count" { 2 } else { 8 },
+        );
     }
-    assert_eq!(config(&w.to_bytes()), Err(missing("llama.attention.layer_norm_rms_epsilon")));
-    assert_eq!(config(&GgufWriter::new().to_bytes()), Err(missing("general.architecture")));
+    assert_eq!(
+        config(&w.to_bytes()),
+        Err(missing("llama.attention.layer_norm_rms_epsilon"))
+    );
+    assert_eq!(
+        config(&GgufWriter::new().to_bytes()),
+        Err(missing("general.architecture"))
+    );
 }
 
 #[test]
 fn writer_round_trip_within_quantization_error() {
-    let file = synth(&Spec { tied: false, ..llama() }, |_| {});
+    let file = synth(
+        &Spec {
+            tied: false,
+            ..llama()
+        },
+        |_| {},
+    );
     let g = Gguf::parse(&file).unwrap();
     let mut seed = 0;
     for t in g.tensors() {
@@ -174,7 +350,8 @@ fn writer_round_trip_within_quantization_error() {
         let ty = t.ggml_type().unwrap();
         for (block, (o, d)) in original.chunks(32).zip(got.chunks(32)).enumerate() {
             let amax = o.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let range = o.iter().fold(f32::MIN, |m, &v| m.max(v)) - o.iter().fold(f32::MAX, |m, &v| m.min(v));
+            let range = o.iter().fold(f32::MIN, |m, &v| m.max(v))
+                - o.iter().fold(f32::MAX, |m, &v| m.min(v));
             // Half a quantization step (plus f16 rounding of the scale).
             let tol = match ty {
                 GgmlType::F32 => 0.0,
@@ -185,7 +362,11 @@ fn writer_round_trip_within_quantization_error() {
                 _ => unreachable!(),
             };
             for (a, b) in o.iter().zip(d) {
-                assert!((a - b).abs() <= tol, "{} block {block}: {a} vs {b} (tol {tol})", t.name);
+                assert!(
+                    (a - b).abs() <= tol,
+                    "{} block {block}: {a} vs {b} (tol {tol})",
+                    t.name
+                );
             }
         }
     }
@@ -193,15 +374,35 @@ fn writer_round_trip_within_quantization_error() {
 
 #[test]
 fn real_smollm2_config() {
-    let path = format!("{}/models/SmolLM2-135M-Instruct.Q4_1.gguf", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let Ok(file) = std::fs::read(&path) else {
         eprintln!("skipping: {path} not present (run scripts/fetch-model)");
         return;
     };
     let g = Gguf::parse(&file).unwrap();
     let c = ModelConfig::from_gguf(&g).unwrap();
-    assert_eq!((c.arch.as_str(), c.n_layers, c.n_embd, c.n_ff, c.n_head, c.n_head_kv, c.head_dim), ("llama", 30, 576, 1536, 9, 3, 64));
-    assert_eq!((c.rope_freq_base, c.rope_dims, c.rope_style), (100_000.0, 64, RopeStyle::Norm));
-    assert_eq!((c.rms_eps, c.context_length, c.vocab_size), (1e-5, 8192, 49152));
+    assert_eq!(
+        (
+            c.arch.as_str(),
+            c.n_layers,
+            c.n_embd,
+            c.n_ff,
+            c.n_head,
+            c.n_head_kv,
+            c.head_dim
+        ),
+        ("llama", 30, 576, 1536, 9, 3, 64)
+    );
+    assert_eq!(
+        (c.rope_freq_base, c.rope_dims, c.rope_style),
+        (100_000.0, 64, RopeStyle::Norm)
+    );
+    assert_eq!(
+        (c.rms_eps, c.context_length, c.vocab_size),
+        (1e-5, 8192, 49152)
+    );
     assert!(c.tied_output && !c.qkv_bias);
 }

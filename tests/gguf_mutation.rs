@@ -13,8 +13,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fuselm::gguf::{
-    dequantize_tensor, quantize_q4_0, Gguf, GgmlType, GgufStreamReader, GgufWriter, MetadataArray as A,
-    MetadataValue as V, ModelConfig, StreamEvent,
+    dequantize_tensor, quantize_q4_0, GgmlType, Gguf, GgufStreamReader, GgufWriter,
+    MetadataArray as A, MetadataValue as V, ModelConfig, StreamEvent,
 };
 
 struct Counting;
@@ -53,29 +53,56 @@ impl Rng {
 fn seeds() -> Vec<Vec<u8>> {
     let mut w = GgufWriter::new();
     w.add_str("general.architecture", "llama");
-    for (k, v) in [("llama.block_count", 1), ("llama.embedding_length", 32), ("llama.feed_forward_length", 32)] {
+    for (k, v) in [
+        ("llama.block_count", 1),
+        ("llama.embedding_length", 32),
+        ("llama.feed_forward_length", 32),
+    ] {
         w.add_u32(k, v);
     }
     w.add_u32("llama.attention.head_count", 2);
     w.add_u32("llama.context_length", 64);
     w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5);
     w.add_str_array("tokenizer.ggml.tokens", &["a", "b"]);
-    w.add("x.nested", V::Array(A::Array(vec![A::Bool(vec![true]), A::I16(vec![-3, 4])])));
+    w.add(
+        "x.nested",
+        V::Array(A::Array(vec![A::Bool(vec![true]), A::I16(vec![-3, 4])])),
+    );
     w.add("x.f64", V::F64(0.5));
     let x: Vec<f32> = (0..1024).map(|i| (i as f32).cos()).collect();
     w.add_tensor_f32("token_embd.weight", &[32, 2], &x[..64]);
     w.add_tensor_f32("blk.0.attn_norm.weight", &[32], &x[..32]);
-    for n in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"] {
-        w.add_tensor(&format!("blk.0.{n}.weight"), &[32, 32], GgmlType::Q4_0, quantize_q4_0(&x));
+    for n in [
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_output",
+        "ffn_gate",
+        "ffn_up",
+        "ffn_down",
+    ] {
+        w.add_tensor(
+            &format!("blk.0.{n}.weight"),
+            &[32, 32],
+            GgmlType::Q4_0,
+            quantize_q4_0(&x),
+        );
     }
     w.add_tensor_f32("blk.0.ffn_norm.weight", &[32], &x[..32]);
     w.add_tensor_f32("output_norm.weight", &[32], &x[..32]);
     w.add_tensor("q6k", &[256], GgmlType::Q6_K, vec![0x5a; 210]);
     w.add_tensor("q4k", &[256], GgmlType::Q4_K, vec![0xa5; 144]);
-    w.add_tensor("bf16", &[3], GgmlType::BF16, vec![0x80, 0x3f, 0, 0, 1, 0xff]);
+    w.add_tensor(
+        "bf16",
+        &[3],
+        GgmlType::BF16,
+        vec![0x80, 0x3f, 0, 0, 1, 0xff],
+    );
     let model = w.to_bytes();
     let mut small = GgufWriter::new().version(2).alignment(8);
-    small.add("b", V::Bool(false)).add("s", V::String("é".into()));
+    small
+        .add("b", V::Bool(false))
+        .add("s", V::String("é".into()));
     small.add_tensor("t", &[32], GgmlType::Q8_0, vec![1; 34]);
     small.add_tensor_raw("u", &[32], 6, vec![2; 22]);
     vec![model, small.to_bytes()]
@@ -101,29 +128,42 @@ fn exercise(bytes: &[u8], chunk: usize) {
     let header = Gguf::parse_header(bytes);
     if let Ok(g) = &parsed {
         assert!(finished, "stream rejected a file parse accepted");
-        let Some(StreamEvent::Header(h)) = events.first() else { panic!("no header event") };
+        let Some(StreamEvent::Header(h)) = events.first() else {
+            panic!("no header event")
+        };
         // Debug text, not ==: a mutated f32 value may be NaN, which is never equal to itself.
         assert_eq!(format!("{h:?}"), format!("{g:?}"));
         assert_eq!(events.len(), 1 + g.tensors().len());
         for e in &events[1..] {
-            let StreamEvent::Tensor { index, data } = e else { panic!("header twice") };
+            let StreamEvent::Tensor { index, data } = e else {
+                panic!("header twice")
+            };
             let t = &g.tensors()[*index];
             assert_eq!(data.as_slice(), g.tensor_data(bytes, t).unwrap());
             let _ = dequantize_tensor(t, data);
         }
-        let (h, _) = header.expect("parse_header failed").expect("parse_header wanted more");
+        let (h, _) = header
+            .expect("parse_header failed")
+            .expect("parse_header wanted more");
         assert_eq!(format!("{h:?}"), format!("{g:?}"));
         let _ = ModelConfig::from_gguf(g);
         let _ = g.metadata().get_str_array("tokenizer.ggml.tokens");
     }
     // Decoded data may legitimately be ~7x its bytes (Q4 -> f32); metadata ~3x.
     let largest = LARGEST.load(Ordering::Relaxed);
-    assert!(largest <= 16 * bytes.len() + (1 << 16), "allocation of {largest} bytes for a {}-byte input", bytes.len());
+    assert!(
+        largest <= 16 * bytes.len() + (1 << 16),
+        "allocation of {largest} bytes for a {}-byte input",
+        bytes.len()
+    );
 }
 
 #[test]
 fn mutated_files_never_panic_or_overallocate() {
-    let dir = format!("{}/tests/fixtures/gguf/fuzz_regressions", env!("CARGO_MANIFEST_DIR"));
+    let dir = format!(
+        "{}/tests/fixtures/gguf/fuzz_regressions",
+        env!("CARGO_MANIFEST_DIR")
+    );
     for entry in std::fs::read_dir(&dir).unwrap() {
         let data = std::fs::read(entry.unwrap().path()).unwrap();
         if let Some((&c, bytes)) = data.split_first() {
@@ -142,7 +182,16 @@ fn mutated_files_never_panic_or_overallocate() {
         }
         // Each aligned-or-not position overwritten by extreme u64 / u32 values (counts,
         // lengths, dims, type ids, offsets live in such fields).
-        let extremes: [u64; 8] = [0, 1, 0xff, 1 << 31, u32::MAX as u64, 1 << 40, u64::MAX / 2, u64::MAX];
+        let extremes: [u64; 8] = [
+            0,
+            1,
+            0xff,
+            1 << 31,
+            u32::MAX as u64,
+            1 << 40,
+            u64::MAX / 2,
+            u64::MAX,
+        ];
         for pos in 0..header_len {
             for &v in &extremes {
                 let mut m = seed.clone();

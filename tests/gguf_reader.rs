@@ -1,8 +1,8 @@
 //! Reader, metadata and stream-reader behaviour on writer-built files and the real model.
 
 use fuselm::gguf::{
-    dequantize_tensor, quantize_q4_1, quantize_q8_0, Gguf, GgmlType, GgufError, GgufStreamReader, GgufWriter,
-    MetadataArray as A, MetadataValue as V, StreamEvent,
+    dequantize_tensor, quantize_q4_1, quantize_q8_0, GgmlType, Gguf, GgufError, GgufStreamReader,
+    GgufWriter, MetadataArray as A, MetadataValue as V, StreamEvent,
 };
 
 fn all_value_types() -> Vec<(&'static str, V)> {
@@ -28,12 +28,22 @@ fn all_value_types() -> Vec<(&'static str, V)> {
         ("t.arr_i32", V::Array(A::I32(vec![-9, 10]))),
         ("t.arr_f32", V::Array(A::F32(vec![0.5, -0.25]))),
         ("t.arr_bool", V::Array(A::Bool(vec![true, false]))),
-        ("t.arr_str", V::Array(A::String(vec!["a".into(), "".into(), "ccc".into()]))),
+        (
+            "t.arr_str",
+            V::Array(A::String(vec!["a".into(), "".into(), "ccc".into()])),
+        ),
         ("t.arr_u64", V::Array(A::U64(vec![1 << 40]))),
         ("t.arr_i64", V::Array(A::I64(vec![-(1 << 40)]))),
         ("t.arr_f64", V::Array(A::F64(vec![1e300]))),
         ("t.arr_empty", V::Array(A::F32(vec![]))),
-        ("t.nested", V::Array(A::Array(vec![A::U8(vec![1]), A::String(vec!["x".into()]), A::Array(vec![A::I32(vec![-1])])]))),
+        (
+            "t.nested",
+            V::Array(A::Array(vec![
+                A::U8(vec![1]),
+                A::String(vec!["x".into()]),
+                A::Array(vec![A::I32(vec![-1])]),
+            ])),
+        ),
     ]
 }
 
@@ -75,8 +85,17 @@ fn typed_getters() {
     let md = g.metadata();
     assert_eq!(md.get_u32("t.u8").unwrap(), 200);
     assert_eq!(md.get_u64("t.u32").unwrap(), 4_000_000_000);
-    assert_eq!(md.get_u32("t.i8"), Err(GgufError::InvalidValue { key: "t.i8".into(), reason: "-100 does not fit in u32".into() }));
-    assert!(matches!(md.get_u32("t.u64"), Err(GgufError::InvalidValue { .. })));
+    assert_eq!(
+        md.get_u32("t.i8"),
+        Err(GgufError::InvalidValue {
+            key: "t.i8".into(),
+            reason: "-100 does not fit in u32".into()
+        })
+    );
+    assert!(matches!(
+        md.get_u32("t.u64"),
+        Err(GgufError::InvalidValue { .. })
+    ));
     assert_eq!(md.get_f32("t.f64").unwrap(), -2.25);
     assert!(md.get_bool("t.bool").unwrap());
     assert_eq!(md.get_str("t.string").unwrap(), "héllo");
@@ -85,13 +104,24 @@ fn typed_getters() {
     assert_eq!(md.get_i32_array("t.arr_i32").unwrap(), [-9, 10]);
     assert_eq!(
         md.get_str("t.u32"),
-        Err(GgufError::WrongType { key: "t.u32".into(), expected: "string", found: "u32".into() })
+        Err(GgufError::WrongType {
+            key: "t.u32".into(),
+            expected: "string",
+            found: "u32".into()
+        })
     );
     assert_eq!(
         md.get_f32_array("t.arr_str"),
-        Err(GgufError::WrongType { key: "t.arr_str".into(), expected: "array<f32>", found: "array<string>".into() })
+        Err(GgufError::WrongType {
+            key: "t.arr_str".into(),
+            expected: "array<f32>",
+            found: "array<string>".into()
+        })
     );
-    assert_eq!(md.get_u32("nope"), Err(GgufError::MissingKey { key: "nope".into() }));
+    assert_eq!(
+        md.get_u32("nope"),
+        Err(GgufError::MissingKey { key: "nope".into() })
+    );
     let msg = md.get_str("t.u32").unwrap_err().to_string();
     assert!(msg.contains("t.u32") && msg.contains("string"), "{msg}");
 }
@@ -107,19 +137,40 @@ fn tensor_directory_and_data() {
         assert_eq!(t.offset % 64, 0, "{}", t.name);
     }
     let a = g.tensor("a.f32").unwrap();
-    assert_eq!((a.dims.as_slice(), a.ty, a.size_bytes, a.n_elements, a.n_rows()), (&[3, 5][..], Some(GgmlType::F32), 60, 15, 5));
+    assert_eq!(
+        (
+            a.dims.as_slice(),
+            a.ty,
+            a.size_bytes,
+            a.n_elements,
+            a.n_rows()
+        ),
+        (&[3, 5][..], Some(GgmlType::F32), 60, 15, 5)
+    );
     let vals = dequantize_tensor(a, g.tensor_data(&file, a).unwrap()).unwrap();
     assert_eq!(vals[14], (14.0f32 * 0.37).sin());
     let e = g.tensor("e.f16").unwrap();
-    assert_eq!(dequantize_tensor(e, g.tensor_data(&file, e).unwrap()).unwrap(), vec![1.0; 7]);
+    assert_eq!(
+        dequantize_tensor(e, g.tensor_data(&file, e).unwrap()).unwrap(),
+        vec![1.0; 7]
+    );
     // Unsupported-but-known type: inspectable, fails only when decoded.
     let d = g.tensor("d.q5_0").unwrap();
     assert_eq!((d.type_id, d.ty, d.size_bytes), (6, None, 66));
-    let err = GgufError::UnsupportedTensorType { name: "d.q5_0".into(), type_id: 6 };
+    let err = GgufError::UnsupportedTensorType {
+        name: "d.q5_0".into(),
+        type_id: 6,
+    };
     assert_eq!(d.ggml_type(), Err(err.clone()));
-    assert_eq!(dequantize_tensor(d, g.tensor_data(&file, d).unwrap()), Err(err));
+    assert_eq!(
+        dequantize_tensor(d, g.tensor_data(&file, d).unwrap()),
+        Err(err)
+    );
     // tensor_data bounds-checks against the slice it is given.
-    assert!(matches!(g.tensor_data(&file[..file.len() - 1], e), Err(GgufError::TensorDataPastEnd { .. })));
+    assert!(matches!(
+        g.tensor_data(&file[..file.len() - 1], e),
+        Err(GgufError::TensorDataPastEnd { .. })
+    ));
 }
 
 #[test]
@@ -129,12 +180,20 @@ fn parse_header_needs_exactly_the_directory() {
     for len in 0..g.header_len as usize {
         assert_eq!(Gguf::parse_header(&file[..len]), Ok(None), "prefix {len}");
     }
-    let (h, off) = Gguf::parse_header(&file[..g.header_len as usize]).unwrap().unwrap();
+    let (h, off) = Gguf::parse_header(&file[..g.header_len as usize])
+        .unwrap()
+        .unwrap();
     assert_eq!((h, off as u64), (g.clone(), g.data_offset));
     // A whole-file parse of a prefix reports precise truncation instead.
     // (a length or count that no longer fits is reported as such).
-    assert!(matches!(Gguf::parse(&file[..100]), Err(GgufError::LengthPastEnd { .. } | GgufError::CountTooLarge { .. })));
-    assert!(matches!(Gguf::parse(&file[..20]), Err(GgufError::Truncated { .. })));
+    assert!(matches!(
+        Gguf::parse(&file[..100]),
+        Err(GgufError::LengthPastEnd { .. } | GgufError::CountTooLarge { .. })
+    ));
+    assert!(matches!(
+        Gguf::parse(&file[..20]),
+        Err(GgufError::Truncated { .. })
+    ));
 }
 
 /// Feeds `file` in `chunk`-sized pieces; returns the header and tensors by directory index.
@@ -148,14 +207,24 @@ fn stream(file: &[u8], chunk: usize) -> Result<(Gguf, TensorBytes), GgufError> {
     }
     events.extend(r.finish()?);
     let mut it = events.into_iter();
-    let Some(StreamEvent::Header(g)) = it.next() else { panic!("first event must be the header") };
+    let Some(StreamEvent::Header(g)) = it.next() else {
+        panic!("first event must be the header")
+    };
     let mut data = vec![None; g.tensors().len()];
     let mut last_offset = 0;
     for e in it {
-        let StreamEvent::Tensor { index, data: d } = e else { panic!("second header") };
-        assert!(g.tensors()[index].offset >= last_offset, "tensors must come in offset order");
+        let StreamEvent::Tensor { index, data: d } = e else {
+            panic!("second header")
+        };
+        assert!(
+            g.tensors()[index].offset >= last_offset,
+            "tensors must come in offset order"
+        );
         last_offset = g.tensors()[index].offset;
-        assert!(data[index].replace(d).is_none(), "tensor {index} emitted twice");
+        assert!(
+            data[index].replace(d).is_none(),
+            "tensor {index} emitted twice"
+        );
     }
     Ok((*g, data))
 }
@@ -166,7 +235,12 @@ fn assert_stream_matches_parse(file: &[u8], chunks: &[usize]) {
         let (h, data) = stream(file, chunk).unwrap();
         assert_eq!(h, g, "chunk {chunk}");
         for (t, d) in g.tensors().iter().zip(&data) {
-            assert_eq!(d.as_deref(), Some(g.tensor_data(file, t).unwrap()), "chunk {chunk} tensor {}", t.name);
+            assert_eq!(
+                d.as_deref(),
+                Some(g.tensor_data(file, t).unwrap()),
+                "chunk {chunk} tensor {}",
+                t.name
+            );
         }
     }
 }
@@ -191,18 +265,30 @@ fn stream_emits_header_and_tensors_early_and_reports_truncation() {
             break;
         }
     }
-    assert!(at as u64 >= g.header_len && at as u64 <= g.header_len * 3 / 2 + 1, "header after {at} bytes");
+    assert!(
+        at as u64 >= g.header_len && at as u64 <= g.header_len * 3 / 2 + 1,
+        "header after {at} bytes"
+    );
     let cut = file.len() - 1; // the last tensor ends at the end of the file
     r.push(&file[at..cut]).unwrap();
     assert_eq!(r.bytes_received(), cut as u64);
-    assert!(matches!(r.finish(), Err(GgufError::Truncated { what: "tensor data", .. })));
+    assert!(matches!(
+        r.finish(),
+        Err(GgufError::Truncated {
+            what: "tensor data",
+            ..
+        })
+    ));
     // Truncated inside the header.
     let mut r = GgufStreamReader::new();
     r.push(&file[..50]).unwrap();
     assert!(matches!(r.finish(), Err(GgufError::Truncated { .. })));
     // Errors are sticky.
     let mut r = GgufStreamReader::new();
-    assert!(matches!(r.push(b"GGML\x03\0\0\0"), Err(GgufError::BadMagic { .. })));
+    assert!(matches!(
+        r.push(b"GGML\x03\0\0\0"),
+        Err(GgufError::BadMagic { .. })
+    ));
     assert!(matches!(r.push(&file), Err(GgufError::BadMagic { .. })));
 }
 
@@ -219,17 +305,46 @@ fn model_path(name: &str) -> Option<Vec<u8>> {
 
 #[test]
 fn real_smollm2_file() {
-    let Some(file) = model_path("SmolLM2-135M-Instruct.Q4_1.gguf") else { return };
+    let Some(file) = model_path("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
     let g = Gguf::parse(&file).unwrap();
-    assert_eq!((g.version, g.alignment, g.tensors().len(), g.metadata().len()), (3, 32, 272, 33));
-    assert_eq!(g.metadata().get_str("general.architecture").unwrap(), "llama");
-    assert_eq!(g.metadata().get_str_array("tokenizer.ggml.tokens").unwrap().len(), 49152);
+    assert_eq!(
+        (
+            g.version,
+            g.alignment,
+            g.tensors().len(),
+            g.metadata().len()
+        ),
+        (3, 32, 272, 33)
+    );
+    assert_eq!(
+        g.metadata().get_str("general.architecture").unwrap(),
+        "llama"
+    );
+    assert_eq!(
+        g.metadata()
+            .get_str_array("tokenizer.ggml.tokens")
+            .unwrap()
+            .len(),
+        49152
+    );
     let emb = g.tensor("token_embd.weight").unwrap();
-    assert_eq!((emb.dims.as_slice(), emb.ty, emb.offset), (&[576, 49152][..], Some(GgmlType::Q8_0), 1785664));
-    for name in ["blk.0.attn_q.weight", "blk.29.ffn_down.weight", "output_norm.weight"] {
+    assert_eq!(
+        (emb.dims.as_slice(), emb.ty, emb.offset),
+        (&[576, 49152][..], Some(GgmlType::Q8_0), 1785664)
+    );
+    for name in [
+        "blk.0.attn_q.weight",
+        "blk.29.ffn_down.weight",
+        "output_norm.weight",
+    ] {
         let t = g.tensor(name).unwrap();
         let v = dequantize_tensor(t, g.tensor_data(&file, t).unwrap()).unwrap();
-        assert!(v.iter().all(|x| x.is_finite()) && v.iter().any(|&x| x != 0.0), "{name}");
+        assert!(
+            v.iter().all(|x| x.is_finite()) && v.iter().any(|&x| x != 0.0),
+            "{name}"
+        );
     }
     assert_stream_matches_parse(&file, &[4096, 1 << 20]);
 }
@@ -242,10 +357,21 @@ fn huge_alignment_is_not_header_size() {
     let g = Gguf::parse(&file).unwrap();
     assert_eq!(g.data_offset, 1 << 30);
     assert_eq!(stream(&file, 5).unwrap().0, g);
-    assert_eq!(Gguf::parse_header(&file).unwrap().map(|(h, o)| (h, o as u64)), Some((g, 1 << 30)));
+    assert_eq!(
+        Gguf::parse_header(&file)
+            .unwrap()
+            .map(|(h, o)| (h, o as u64)),
+        Some((g, 1 << 30))
+    );
     let mut w = GgufWriter::new().alignment(1 << 20); // the writer really pads: keep it 1 MiB
     w.add_tensor("t", &[4], GgmlType::F32, vec![0; 16]);
     let file = w.to_bytes();
-    assert!(matches!(Gguf::parse(&file[..100]), Err(GgufError::TensorDataPastEnd { .. })));
-    assert!(matches!(stream(&file[..100], 7), Err(GgufError::Truncated { .. })));
+    assert!(matches!(
+        Gguf::parse(&file[..100]),
+        Err(GgufError::TensorDataPastEnd { .. })
+    ));
+    assert!(matches!(
+        stream(&file[..100], 7),
+        Err(GgufError::Truncated { .. })
+    ));
 }

@@ -1,9 +1,10 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! Dequantizers and quantizers against vectors produced by the independent `gguf` PyPI
 //! package (scripts/gguf-test-vectors.py), plus hand-built blocks with known values.
 
 use fuselm::gguf::{
-    dequantize, dequantize_row_into, f16_to_f32, f32_to_f16, quantize_q4_0, quantize_q4_1, quantize_q8_0,
-    GgmlType, GgufError,
+    dequantize, dequantize_row_into, f16_to_f32, f32_to_f16, quantize_q4_0, quantize_q4_1,
+    quantize_q8_0, GgmlType, GgufError,
 };
 use serde_json::Value;
 
@@ -14,11 +15,18 @@ fn fixture(name: &str) -> Value {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 fn u32s(v: &Value) -> Vec<u32> {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
 }
 
 fn check_dequant(ty: GgmlType, max_rel: f32) {
@@ -32,20 +40,39 @@ fn check_dequant(ty: GgmlType, max_rel: f32) {
     for (i, (g, &e)) in got.iter().zip(&expected).enumerate() {
         let e = f32::from_bits(e);
         if max_rel == 0.0 || e.is_nan() {
-            assert!(g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()), "{ty} elem {i}: {g} != {e}");
+            assert!(
+                g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()),
+                "{ty} elem {i}: {g} != {e}"
+            );
         } else {
-            assert!((g - e).abs() <= max_rel * e.abs().max(f32::MIN_POSITIVE), "{ty} elem {i}: {g} vs {e}");
+            assert!(
+                (g - e).abs() <= max_rel * e.abs().max(f32::MIN_POSITIVE),
+                "{ty} elem {i}: {g} vs {e}"
+            );
         }
     }
     // Row-wise decoding into a caller buffer gives the same values.
     let mut row = vec![0.0f32; ty.block_len()];
     dequantize_row_into(ty, &data[..ty.block_bytes()], &mut row).unwrap();
-    assert_eq!(row.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), got[..ty.block_len()].iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    assert_eq!(
+        row.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        got[..ty.block_len()]
+            .iter()
+            .map(|x| x.to_bits())
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]
 fn dequant_exact_types_match_gguf_py() {
-    for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
+    for ty in [
+        GgmlType::F32,
+        GgmlType::F16,
+        GgmlType::BF16,
+        GgmlType::Q8_0,
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+    ] {
         check_dequant(ty, 0.0);
     }
 }
@@ -62,12 +89,22 @@ fn dequant_k_quants_match_gguf_py() {
 #[test]
 fn quantizers_match_ggml_reference() {
     type Quantizer = fn(&[f32]) -> Vec<u8>;
-    let cases: [(&str, Quantizer); 3] =
-        [("Q8_0", quantize_q8_0), ("Q4_0", quantize_q4_0), ("Q4_1", quantize_q4_1)];
+    let cases: [(&str, Quantizer); 3] = [
+        ("Q8_0", quantize_q8_0),
+        ("Q4_0", quantize_q4_0),
+        ("Q4_1", quantize_q4_1),
+    ];
     for (name, quantize) in cases {
         let v = fixture(&format!("quant_{name}.json"));
-        let x: Vec<f32> = u32s(&v["input_f32_bits"]).into_iter().map(f32::from_bits).collect();
-        assert_eq!(quantize(&x), hex(v["expected_hex"].as_str().unwrap()), "{name}");
+        let x: Vec<f32> = u32s(&v["input_f32_bits"])
+            .into_iter()
+            .map(f32::from_bits)
+            .collect();
+        assert_eq!(
+            quantize(&x),
+            hex(v["expected_hex"].as_str().unwrap()),
+            "{name}"
+        );
     }
 }
 
@@ -77,7 +114,12 @@ fn f32_to_f16_matches_numpy() {
     let inputs = u32s(&v["input_f32_bits"]);
     let expected = u32s(&v["expected_f16_bits"]);
     for (x, e) in inputs.into_iter().zip(expected) {
-        assert_eq!(f32_to_f16(f32::from_bits(x)), e as u16, "input {}", f32::from_bits(x));
+        assert_eq!(
+            f32_to_f16(f32::from_bits(x)),
+            e as u16,
+            "input {}",
+            f32::from_bits(x)
+        );
     }
 }
 
@@ -121,7 +163,9 @@ fn q4_1_and_q8_0_known_values() {
 fn q4_k_known_scales() {
     // d = 1, dmin = 1; sub-block s (0..8) gets scale s + 1 and min s, all nibbles = s % 16
     // (low nibbles belong to even sub-blocks, high nibbles to odd ones).
-    let (sc, mn): (Vec<u8>, Vec<u8>) = (0..8u8).map(|s| (s + 1 + 50 * (s / 4), s + 40 * (s / 4))).unzip();
+    let (sc, mn): (Vec<u8>, Vec<u8>) = (0..8u8)
+        .map(|s| (s + 1 + 50 * (s / 4), s + 40 * (s / 4)))
+        .unzip();
     let mut scales = [0u8; 12];
     for j in 0..4 {
         scales[j] = sc[j] | ((sc[j + 4] >> 4) << 6);
@@ -131,12 +175,19 @@ fn q4_k_known_scales() {
     let mut block = [f16(1.0), f16(1.0)].concat();
     block.extend_from_slice(&scales);
     for chunk in 0..4u8 {
-        block.extend(std::iter::repeat_n((2 * chunk) | ((2 * chunk + 1) << 4), 32));
+        block.extend(std::iter::repeat_n(
+            (2 * chunk) | ((2 * chunk + 1) << 4),
+            32,
+        ));
     }
     let y = dequantize(GgmlType::Q4_K, &block, 256).unwrap();
     for (i, v) in y.iter().enumerate() {
         let s = i / 32;
-        assert_eq!(*v, f32::from(sc[s]) * s as f32 - f32::from(mn[s]), "element {i}");
+        assert_eq!(
+            *v,
+            f32::from(sc[s]) * s as f32 - f32::from(mn[s]),
+            "element {i}"
+        );
     }
 }
 
@@ -149,7 +200,12 @@ fn q6_k_known_values() {
     for half in 0..2 {
         for l in 0..32 {
             let base = 128 * half;
-            let (q1, q2, q3, q4) = (q(base + l), q(base + l + 32), q(base + l + 64), q(base + l + 96));
+            let (q1, q2, q3, q4) = (
+                q(base + l),
+                q(base + l + 32),
+                q(base + l + 64),
+                q(base + l + 96),
+            );
             ql[64 * half + l] = (q1 & 15) | ((q3 & 15) << 4);
             ql[64 * half + l + 32] = (q2 & 15) | ((q4 & 15) << 4);
             qh[32 * half + l] = (q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6);
@@ -166,9 +222,21 @@ fn q6_k_known_values() {
 
 #[test]
 fn dequant_size_errors() {
-    assert!(matches!(dequantize(GgmlType::Q4_0, &[0; 18], 31), Err(GgufError::NotBlockMultiple { .. })));
-    assert!(matches!(dequantize(GgmlType::Q4_0, &[0; 17], 32), Err(GgufError::DataSizeMismatch { .. })));
-    assert!(matches!(dequantize(GgmlType::F32, &[0; 4], usize::MAX), Err(GgufError::DataSizeMismatch { .. })));
-    assert!(matches!(dequantize(GgmlType::Q6_K, &[0; 210], usize::MAX - 255), Err(GgufError::DataSizeMismatch { .. })));
+    assert!(matches!(
+        dequantize(GgmlType::Q4_0, &[0; 18], 31),
+        Err(GgufError::NotBlockMultiple { .. })
+    ));
+    assert!(matches!(
+        dequantize(GgmlType::Q4_0, &[0; 17], 32),
+        Err(GgufError::DataSizeMismatch { .. })
+    ));
+    assert!(matches!(
+        dequantize(GgmlType::F32, &[0; 4], usize::MAX),
+        Err(GgufError::DataSizeMismatch { .. })
+    ));
+    assert!(matches!(
+        dequantize(GgmlType::Q6_K, &[0; 210], usize::MAX - 255),
+        Err(GgufError::DataSizeMismatch { .. })
+    ));
     assert_eq!(f16_to_f32(0x3c00), 1.0);
 }

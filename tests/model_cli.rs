@@ -16,24 +16,47 @@ fn fuselm(args: &[&str]) -> std::process::Output {
 fn tokenize_matches_llama_cpp_and_decodes_back() {
     let model = common::default_model();
     let model = model.to_str().expect("utf-8 path");
-    let out = fuselm(&["tokenize", "--model", model, "--json", "Hello, world! How are you today?"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = fuselm(&[
+        "tokenize",
+        "--model",
+        model,
+        "--json",
+        "Hello, world! How are you today?",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["ids"], serde_json::json!([19556, 28, 905, 17, 1073, 359, 346, 1834, 47]));
+    assert_eq!(
+        v["ids"],
+        serde_json::json!([19556, 28, 905, 17, 1073, 359, 346, 1834, 47])
+    );
     let out = fuselm(&["tokenize", "--model", model, "--decode", "19556, 28, 905"]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), "Hello, world");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        "Hello, world"
+    );
 }
 
 #[test]
 fn inspect_describes_smollm2() {
     let model = common::default_model();
     let out = fuselm(&["inspect", "--json", model.to_str().expect("utf-8 path")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let c = &v["config"]["Ok"];
     assert_eq!(c["n_layers"], 30);
     assert_eq!(c["n_embd"], 576);
-    assert_eq!((c["n_head"].clone(), c["n_head_kv"].clone()), (9.into(), 3.into()));
+    assert_eq!(
+        (c["n_head"].clone(), c["n_head_kv"].clone()),
+        (9.into(), 3.into())
+    );
     assert_eq!(c["tied_output"], true);
     assert_eq!(v["tensors"].as_array().map(Vec::len), Some(272));
     assert_eq!(v["tokenizer"]["Ok"]["merges"], 48900);

@@ -16,7 +16,10 @@ const REL_TOL: f32 = 1e-3;
 
 fn specs() -> Vec<(&'static str, SyntheticSpec)> {
     vec![
-        ("q4_1/q8_0/q4_0, GQA 4:2, tied Q8_0 head", SyntheticSpec::default()),
+        (
+            "q4_1/q8_0/q4_0, GQA 4:2, tied Q8_0 head",
+            SyntheticSpec::default(),
+        ),
         (
             "f16/f32, MHA, untied F16 head",
             SyntheticSpec {
@@ -51,7 +54,11 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> (f32, f32) {
-    let diff = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+    let diff = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max);
     let scale = b.iter().map(|y| y.abs()).fold(1f32, f32::max);
     (diff, scale)
 }
@@ -63,7 +70,10 @@ fn top2_gap(row: &[f32]) -> f32 {
 }
 
 async fn gpu_forward_matches_cpu_reference() {
-    let prompt: Vec<u32> = b"fused kernels, one pass: ".iter().map(|&b| u32::from(b)).collect();
+    let prompt: Vec<u32> = b"fused kernels, one pass: "
+        .iter()
+        .map(|&b| u32::from(b))
+        .collect();
     for (name, spec) in specs() {
         let bytes = synthetic_llama(&spec);
         let gguf = Gguf::parse(&bytes).expect("synthetic GGUF parses");
@@ -71,15 +81,23 @@ async fn gpu_forward_matches_cpu_reference() {
         let vocab = cpu.config.vocab_size as usize;
         let ctx = GpuContext::new().await.expect("gpu");
         // max_batch 8 < prompt length: prefill runs in several batches.
-        let options = LoadOptions { n_ctx: Some(64), max_batch: Some(8) };
-        let mut gpu = GpuModel::load(ctx, &bytes, &options).await.expect("gpu model");
+        let options = LoadOptions {
+            n_ctx: Some(64),
+            max_batch: Some(8),
+        };
+        let mut gpu = GpuModel::load(ctx, &bytes, &options)
+            .await
+            .expect("gpu model");
 
         // Next-token logits after a multi-batch prefill.
         let want = cpu.forward(&prompt).expect("cpu forward");
         let got = gpu.next_logits(&prompt).await.expect("gpu logits");
         let last = &want[(prompt.len() - 1) * vocab..];
         let (diff, scale) = max_abs_diff(&got, last);
-        assert!(diff <= REL_TOL * scale, "{name}: next logits differ by {diff} (scale {scale})");
+        assert!(
+            diff <= REL_TOL * scale,
+            "{name}: next logits differ by {diff} (scale {scale})"
+        );
 
         // Every position's logits (teacher forcing), one batch.
         let short = &prompt[..8];
@@ -87,7 +105,10 @@ async fn gpu_forward_matches_cpu_reference() {
         let want = cpu.forward(short).expect("cpu forward");
         let got = gpu.all_logits(short).await.expect("gpu all logits");
         let (diff, scale) = max_abs_diff(&got, &want);
-        assert!(diff <= REL_TOL * scale, "{name}: all logits differ by {diff} (scale {scale})");
+        assert!(
+            diff <= REL_TOL * scale,
+            "{name}: all logits differ by {diff} (scale {scale})"
+        );
 
         // Greedy decode, several steps per submission, vs the CPU's, up to a near-tie.
         cpu.reset();
@@ -106,8 +127,15 @@ async fn gpu_forward_matches_cpu_reference() {
             .generate(&prompt, 12, 5, &|_| false, &mut |_| true)
             .await
             .expect("gpu generate");
-        assert_eq!(r#gen.tokens[..cpu_ids.len()], cpu_ids[..], "{name}: greedy ids");
+        assert_eq!(
+            r#gen.tokens[..cpu_ids.len()],
+            cpu_ids[..],
+            "{name}: greedy ids"
+        );
         assert!(cpu_ids.len() >= 4, "{name}: too many near-ties to compare");
     }
 }
-gpu_test!(gpu_forward_matches_cpu_reference_on_synthetic_models, gpu_forward_matches_cpu_reference);
+gpu_test!(
+    gpu_forward_matches_cpu_reference_on_synthetic_models,
+    gpu_forward_matches_cpu_reference
+);

@@ -24,11 +24,21 @@ pub(crate) struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     pub fn complete(buf: &'a [u8]) -> Self {
-        Cursor { buf, pos: 0, limit: buf.len() as u64, complete: true }
+        Cursor {
+            buf,
+            pos: 0,
+            limit: buf.len() as u64,
+            complete: true,
+        }
     }
 
     pub fn prefix(buf: &'a [u8], max_header: u64) -> Self {
-        Cursor { buf, pos: 0, limit: max_header, complete: false }
+        Cursor {
+            buf,
+            pos: 0,
+            limit: max_header,
+            complete: false,
+        }
     }
 
     pub fn pos(&self) -> u64 {
@@ -58,7 +68,12 @@ impl<'a> Cursor<'a> {
             return Err(GgufError::HeaderTooLarge { limit: self.limit });
         }
         if n > self.present_left() {
-            return Err(GgufError::Truncated { offset, what, needed: n, available: self.present_left() });
+            return Err(GgufError::Truncated {
+                offset,
+                what,
+                needed: n,
+                available: self.present_left(),
+            });
         }
         let start = self.pos;
         let end = start + n as usize; // n <= present_left, so this fits in usize
@@ -89,16 +104,32 @@ impl<'a> Cursor<'a> {
     pub fn check_len(&self, len: u64, offset: u64, what: &'static str) -> Result<(), GgufError> {
         let available = self.logical_left();
         if len > available {
-            return Err(GgufError::LengthPastEnd { what, offset, len, available });
+            return Err(GgufError::LengthPastEnd {
+                what,
+                offset,
+                len,
+                available,
+            });
         }
         Ok(())
     }
 
     /// Checks a declared item count against how many items of `min_size` bytes could fit.
-    pub fn check_count(&self, count: u64, min_size: u64, offset: u64, what: &'static str) -> Result<(), GgufError> {
+    pub fn check_count(
+        &self,
+        count: u64,
+        min_size: u64,
+        offset: u64,
+        what: &'static str,
+    ) -> Result<(), GgufError> {
         let max = self.logical_left() / min_size.max(1);
         if count > max {
-            return Err(GgufError::CountTooLarge { what, offset, count, max });
+            return Err(GgufError::CountTooLarge {
+                what,
+                offset,
+                count,
+                max,
+            });
         }
         Ok(())
     }

@@ -39,7 +39,11 @@ fn check_sizes(ty: GgmlType, data_len: usize, n_elements: usize) -> Result<(), G
     let block_len = ty.block_len() as u64;
     let n = n_elements as u64;
     if n % block_len != 0 {
-        return Err(GgufError::NotBlockMultiple { ty: ty.name(), n_elements: n, block_len });
+        return Err(GgufError::NotBlockMultiple {
+            ty: ty.name(),
+            n_elements: n,
+            block_len,
+        });
     }
     let expected = (n / block_len).checked_mul(ty.block_bytes() as u64);
     if expected != Some(data_len as u64) {
@@ -57,11 +61,17 @@ fn check_sizes(ty: GgmlType, data_len: usize, n_elements: usize) -> Result<(), G
 /// hold exactly `out.len()` elements; use it per row or per block range.
 pub fn dequantize_row_into(ty: GgmlType, data: &[u8], out: &mut [f32]) -> Result<(), GgufError> {
     check_sizes(ty, data.len(), out.len())?;
-    let blocks = data.chunks_exact(ty.block_bytes()).zip(out.chunks_exact_mut(ty.block_len()));
+    let blocks = data
+        .chunks_exact(ty.block_bytes())
+        .zip(out.chunks_exact_mut(ty.block_len()));
     match ty {
-        GgmlType::F32 => blocks.for_each(|(b, y)| y[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        GgmlType::F32 => {
+            blocks.for_each(|(b, y)| y[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        }
         GgmlType::F16 => blocks.for_each(|(b, y)| y[0] = f16_at(b, 0)),
-        GgmlType::BF16 => blocks.for_each(|(b, y)| y[0] = bf16_to_f32(u16::from_le_bytes([b[0], b[1]]))),
+        GgmlType::BF16 => {
+            blocks.for_each(|(b, y)| y[0] = bf16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+        }
         GgmlType::Q8_0 => blocks.for_each(|(b, y)| q8_0(b, y)),
         GgmlType::Q4_0 => blocks.for_each(|(b, y)| q4_0(b, y)),
         GgmlType::Q4_1 => blocks.for_each(|(b, y)| q4_1(b, y)),
@@ -105,7 +115,10 @@ pub fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
     if j < 4 {
         (q[j] & 63, q[j + 4] & 63)
     } else {
-        ((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4), (q[j + 4] >> 4) | ((q[j] >> 6) << 4))
+        (
+            (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
     }
 }
 
@@ -114,7 +127,11 @@ pub fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
 fn q4_k(b: &[u8], y: &mut [f32]) {
     let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
     let scales = &b[4..16];
-    for (chunk, (qs, y)) in b[16..144].chunks_exact(32).zip(y.chunks_exact_mut(64)).enumerate() {
+    for (chunk, (qs, y)) in b[16..144]
+        .chunks_exact(32)
+        .zip(y.chunks_exact_mut(64))
+        .enumerate()
+    {
         let (sc1, m1) = scale_min_k4(2 * chunk, scales);
         let (sc2, m2) = scale_min_k4(2 * chunk + 1, scales);
         let (d1, min1) = (d * f32::from(sc1), dmin * f32::from(m1));

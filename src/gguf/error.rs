@@ -17,11 +17,28 @@ pub enum GgufError {
         if version.swap_bytes() == 2 || version.swap_bytes() == 3 { "; this looks like a big-endian file" } else { "" })]
     UnsupportedVersion { version: u32 },
     #[error("file truncated at offset {offset}: reading {what} needs {needed} bytes, only {available} left")]
-    Truncated { offset: u64, what: &'static str, needed: u64, available: u64 },
-    #[error("{what} at offset {offset} declares length {len}, but only {available} bytes can follow")]
-    LengthPastEnd { what: &'static str, offset: u64, len: u64, available: u64 },
+    Truncated {
+        offset: u64,
+        what: &'static str,
+        needed: u64,
+        available: u64,
+    },
+    #[error(
+        "{what} at offset {offset} declares length {len}, but only {available} bytes can follow"
+    )]
+    LengthPastEnd {
+        what: &'static str,
+        offset: u64,
+        len: u64,
+        available: u64,
+    },
     #[error("{what} count {count} at offset {offset} is impossible: at most {max} fit in the remaining bytes")]
-    CountTooLarge { what: &'static str, offset: u64, count: u64, max: u64 },
+    CountTooLarge {
+        what: &'static str,
+        offset: u64,
+        count: u64,
+        max: u64,
+    },
     #[error("header is larger than the limit of {limit} bytes")]
     HeaderTooLarge { limit: u64 },
     #[error("invalid UTF-8 in {what} at offset {offset}")]
@@ -39,7 +56,11 @@ pub enum GgufError {
     #[error("metadata key \"{key}\" is missing")]
     MissingKey { key: String },
     #[error("metadata key \"{key}\" has type {found}, expected {expected}")]
-    WrongType { key: String, expected: &'static str, found: String },
+    WrongType {
+        key: String,
+        expected: &'static str,
+        found: String,
+    },
     #[error("metadata key \"{key}\" has an invalid value: {reason}")]
     InvalidValue { key: String, reason: String },
     #[error("general.alignment {value} is not a nonzero power of two")]
@@ -59,25 +80,56 @@ pub enum GgufError {
     #[error("tensor \"{name}\" dimensions {dims:?} overflow a 64-bit element or byte count")]
     DimsOverflow { name: String, dims: Vec<u64> },
     #[error("tensor \"{name}\" row length {row_len} is not a multiple of its type's block length {block_len}")]
-    RowNotBlockMultiple { name: String, row_len: u64, block_len: u64 },
+    RowNotBlockMultiple {
+        name: String,
+        row_len: u64,
+        block_len: u64,
+    },
     #[error("duplicate tensor name \"{name}\"")]
     DuplicateTensorName { name: String },
-    #[error("tensor \"{name}\" data offset {offset} is not a multiple of the alignment {alignment}")]
-    MisalignedTensor { name: String, offset: u64, alignment: u64 },
+    #[error(
+        "tensor \"{name}\" data offset {offset} is not a multiple of the alignment {alignment}"
+    )]
+    MisalignedTensor {
+        name: String,
+        offset: u64,
+        alignment: u64,
+    },
     #[error("tensors \"{first}\" (ends at data offset {first_end}) and \"{second}\" (starts at {second_start}) overlap")]
-    OverlappingTensors { first: String, first_end: u64, second: String, second_start: u64 },
+    OverlappingTensors {
+        first: String,
+        first_end: u64,
+        second: String,
+        second_start: u64,
+    },
     #[error("tensor \"{name}\" is {size_bytes} bytes, more than this platform can hold in memory")]
     TensorTooLarge { name: String, size_bytes: u64 },
     #[error("tensor \"{name}\" data offset {offset} overflows a 64-bit file position")]
     OffsetOverflow { name: String, offset: u64 },
-    #[error("tensor \"{name}\" data [{start}, {end}) lies past the end of the file ({file_len} bytes)")]
-    TensorDataPastEnd { name: String, start: u64, end: u64, file_len: u64 },
+    #[error(
+        "tensor \"{name}\" data [{start}, {end}) lies past the end of the file ({file_len} bytes)"
+    )]
+    TensorDataPastEnd {
+        name: String,
+        start: u64,
+        end: u64,
+        file_len: u64,
+    },
 
     // ---- dequantization ----
     #[error("{n_elements} elements of {ty} need {expected} bytes, got {found}")]
-    DataSizeMismatch { ty: &'static str, n_elements: u64, expected: u64, found: u64 },
+    DataSizeMismatch {
+        ty: &'static str,
+        n_elements: u64,
+        expected: u64,
+        found: u64,
+    },
     #[error("{n_elements} elements is not a multiple of the {ty} block length {block_len}")]
-    NotBlockMultiple { ty: &'static str, n_elements: u64, block_len: u64 },
+    NotBlockMultiple {
+        ty: &'static str,
+        n_elements: u64,
+        block_len: u64,
+    },
 
     // ---- model description ----
     #[error("architecture \"{arch}\" is not supported (supported: llama, qwen2)")]
@@ -85,5 +137,9 @@ pub enum GgufError {
     #[error("tensor \"{name}\" is missing")]
     MissingTensor { name: String },
     #[error("tensor \"{name}\" has shape {found:?}, expected {expected:?}")]
-    TensorShape { name: String, expected: Vec<u64>, found: Vec<u64> },
+    TensorShape {
+        name: String,
+        expected: Vec<u64>,
+        found: Vec<u64>,
+    },
 }

@@ -30,7 +30,13 @@ pub fn f32_to_f16(f: f32) -> u16 {
     let man = x & 0x007f_ffff;
     if exp == 0xff {
         // Inf stays inf; NaN stays a quiet NaN.
-        return sign | 0x7c00 | if man != 0 { 0x0200 | (man >> 13) as u16 } else { 0 };
+        return sign
+            | 0x7c00
+            | if man != 0 {
+                0x0200 | (man >> 13) as u16
+            } else {
+                0
+            };
     }
     let e = exp - 127 + 15;
     if e >= 31 {

@@ -33,9 +33,11 @@ pub enum ValueType {
 impl ValueType {
     pub fn from_id(id: u32) -> Option<ValueType> {
         use ValueType::*;
-        [U8, I8, U16, I16, U32, I32, F32, Bool, String, Array, U64, I64, F64]
-            .into_iter()
-            .find(|t| *t as u32 == id)
+        [
+            U8, I8, U16, I16, U32, I32, F32, Bool, String, Array, U64, I64, F64,
+        ]
+        .into_iter()
+        .find(|t| *t as u32 == id)
     }
 
     /// Smallest encoding of one value of this type in bytes; used to bound counts
@@ -54,9 +56,19 @@ impl ValueType {
     pub fn name(self) -> &'static str {
         use ValueType::*;
         match self {
-            U8 => "u8", I8 => "i8", U16 => "u16", I16 => "i16", U32 => "u32", I32 => "i32",
-            F32 => "f32", Bool => "bool", String => "string", Array => "array",
-            U64 => "u64", I64 => "i64", F64 => "f64",
+            U8 => "u8",
+            I8 => "i8",
+            U16 => "u16",
+            I16 => "i16",
+            U32 => "u32",
+            I32 => "i32",
+            F32 => "f32",
+            Bool => "bool",
+            String => "string",
+            Array => "array",
+            U64 => "u64",
+            I64 => "i64",
+            F64 => "f64",
         }
     }
 }
@@ -219,7 +231,10 @@ impl Metadata {
     }
 
     pub fn get(&self, key: &str) -> Option<&MetadataValue> {
-        self.index.get(key).and_then(|&i| self.entries.get(i)).map(|(_, v)| v)
+        self.index
+            .get(key)
+            .and_then(|&i| self.entries.get(i))
+            .map(|(_, v)| v)
     }
 
     pub fn contains(&self, key: &str) -> bool {
@@ -227,11 +242,17 @@ impl Metadata {
     }
 
     fn require(&self, key: &str) -> Result<&MetadataValue, GgufError> {
-        self.get(key).ok_or_else(|| GgufError::MissingKey { key: key.to_string() })
+        self.get(key).ok_or_else(|| GgufError::MissingKey {
+            key: key.to_string(),
+        })
     }
 
     fn wrong(key: &str, expected: &'static str, v: &MetadataValue) -> GgufError {
-        GgufError::WrongType { key: key.into(), expected, found: v.type_description() }
+        GgufError::WrongType {
+            key: key.into(),
+            expected,
+            found: v.type_description(),
+        }
     }
 
     /// Any integer type whose value fits in `T`; otherwise `WrongType` / `InvalidValue`.
@@ -313,6 +334,10 @@ impl Metadata {
         key: &str,
         get: impl FnOnce(&Self, &str) -> Result<T, GgufError>,
     ) -> Result<Option<T>, GgufError> {
-        if self.contains(key) { get(self, key).map(Some) } else { Ok(None) }
+        if self.contains(key) {
+            get(self, key).map(Some)
+        } else {
+            Ok(None)
+        }
     }
 }

@@ -64,7 +64,8 @@ pub use metadata::{Metadata, MetadataArray, MetadataValue, ValueType};
 pub use model_config::{layer_tensor, ModelConfig, RopeScaling, RopeStyle, LAYER_TENSORS};
 pub use quantize::{quantize_q4_0, quantize_q4_1, quantize_q8_0};
 pub use reader::{
-    Gguf, TensorInfo, DEFAULT_ALIGNMENT, DEFAULT_MAX_HEADER_BYTES, MAX_ARRAY_DEPTH, MAX_DIMS, MAX_TENSOR_NAME,
+    Gguf, TensorInfo, DEFAULT_ALIGNMENT, DEFAULT_MAX_HEADER_BYTES, MAX_ARRAY_DEPTH, MAX_DIMS,
+    MAX_TENSOR_NAME,
 };
 pub use stream::{GgufStreamReader, StreamEvent};
 pub use tensor_type::{type_name, GgmlType, QK_K};

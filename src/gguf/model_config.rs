@@ -74,7 +74,10 @@ pub fn layer_tensor(layer: u32, suffix: &str) -> String {
 }
 
 fn invalid(key: &str, reason: impl Into<String>) -> GgufError {
-    GgufError::InvalidValue { key: key.to_string(), reason: reason.into() }
+    GgufError::InvalidValue {
+        key: key.to_string(),
+        reason: reason.into(),
+    }
 }
 
 fn positive(g: &Gguf, key: &str) -> Result<u32, GgufError> {
@@ -132,23 +135,35 @@ impl ModelConfig {
         };
         if let Some(v) = md.opt(&k("attention.value_length"), |m, key| m.get_u32(key))? {
             if v != head_dim {
-                return Err(invalid(&k("attention.value_length"), format!("{v} differs from key length {head_dim}")));
+                return Err(invalid(
+                    &k("attention.value_length"),
+                    format!("{v} differs from key length {head_dim}"),
+                ));
             }
         }
         let rope_freq_base = match md.opt(&k("rope.freq_base"), |m, key| m.get_f32(key))? {
             Some(v) => positive_f32(&k("rope.freq_base"), v)?,
             None => 10_000.0,
         };
-        let rope_dims = md.opt(&k("rope.dimension_count"), |m, key| m.get_u32(key))?.unwrap_or(head_dim);
+        let rope_dims = md
+            .opt(&k("rope.dimension_count"), |m, key| m.get_u32(key))?
+            .unwrap_or(head_dim);
         if rope_dims == 0 || rope_dims > head_dim || rope_dims % 2 != 0 {
-            return Err(invalid(&k("rope.dimension_count"), format!("{rope_dims} must be even and in 2..={head_dim}")));
+            return Err(invalid(
+                &k("rope.dimension_count"),
+                format!("{rope_dims} must be even and in 2..={head_dim}"),
+            ));
         }
         let rms_key = k("attention.layer_norm_rms_epsilon");
         let rms_eps = positive_f32(&rms_key, md.get_f32(&rms_key)?)?;
         let context_length = positive(g, &k("context_length"))?;
         let rope_scaling = read_rope_scaling(g, &arch)?;
 
-        let embd = g.tensor("token_embd.weight").ok_or_else(|| GgufError::MissingTensor { name: "token_embd.weight".into() })?;
+        let embd = g
+            .tensor("token_embd.weight")
+            .ok_or_else(|| GgufError::MissingTensor {
+                name: "token_embd.weight".into(),
+            })?;
         let vocab_size = match md.get("tokenizer.ggml.tokens") {
             Some(_) => md.get_str_array("tokenizer.ggml.tokens")?.len() as u64,
             None => embd.dims.get(1).copied().unwrap_or(0),
@@ -156,7 +171,12 @@ impl ModelConfig {
         let vocab_size = u32::try_from(vocab_size)
             .ok()
             .filter(|&v| v > 0)
-            .ok_or_else(|| invalid("tokenizer.ggml.tokens", format!("vocabulary size {vocab_size} is not in 1..2^32")))?;
+            .ok_or_else(|| {
+                invalid(
+                    "tokenizer.ggml.tokens",
+                    format!("vocabulary size {vocab_size} is not in 1..2^32"),
+                )
+            })?;
 
         let layer_has = |suffix: &str| g.tensor(&layer_tensor(0, suffix)).is_some();
         let mut cfg = ModelConfig {
@@ -197,13 +217,23 @@ impl ModelConfig {
     /// Calls `f` for each expected tensor, stopping at its first error. Lazy on purpose:
     /// validation of a hostile `block_count` of 2^31 stops at the first missing layer instead
     /// of materialising billions of names.
-    fn each_expected(&self, mut f: impl FnMut(String, Vec<u64>) -> Result<(), GgufError>) -> Result<(), GgufError> {
-        let (e, ff, v) = (u64::from(self.n_embd), u64::from(self.n_ff), u64::from(self.vocab_size));
+    fn each_expected(
+        &self,
+        mut f: impl FnMut(String, Vec<u64>) -> Result<(), GgufError>,
+    ) -> Result<(), GgufError> {
+        let (e, ff, v) = (
+            u64::from(self.n_embd),
+            u64::from(self.n_ff),
+            u64::from(self.vocab_size),
+        );
         let q = u64::from(self.n_head) * u64::from(self.head_dim);
         let kv = u64::from(self.n_head_kv) * u64::from(self.head_dim);
         f("token_embd.weight".into(), vec![e, v])?;
         if self.rope_freqs {
-            f("rope_freqs.weight".into(), vec![u64::from(self.rope_dims / 2)])?;
+            f(
+                "rope_freqs.weight".into(),
+                vec![u64::from(self.rope_dims / 2)],
+            )?;
         }
         for i in 0..self.n_layers {
             let shapes: [(&str, Vec<u64>); 9] = [
@@ -239,9 +269,15 @@ impl ModelConfig {
     /// Checks presence, shape and dequantizability of every expected tensor.
     fn validate_tensors(&self, g: &Gguf) -> Result<(), GgufError> {
         self.each_expected(|name, expected| {
-            let t = g.tensor(&name).ok_or_else(|| GgufError::MissingTensor { name: name.clone() })?;
+            let t = g
+                .tensor(&name)
+                .ok_or_else(|| GgufError::MissingTensor { name: name.clone() })?;
             if t.dims != expected {
-                return Err(GgufError::TensorShape { name, expected, found: t.dims.clone() });
+                return Err(GgufError::TensorShape {
+                    name,
+                    expected,
+                    found: t.dims.clone(),
+                });
             }
             t.ggml_type().map(|_| ())
         })
@@ -255,8 +291,13 @@ fn read_rope_scaling(g: &Gguf, arch: &str) -> Result<Option<RopeScaling>, GgufEr
         Some(f) => Some(f),
         None => md.opt(&k("rope.scale_linear"), |m, key| m.get_f32(key))?,
     };
-    let kind = md.opt(&k("rope.scaling.type"), |m, key| m.get_str(key).map(str::to_string))?;
-    let original_context_length = md.opt(&k("rope.scaling.original_context_length"), |m, key| m.get_u32(key))?;
+    let kind = md.opt(&k("rope.scaling.type"), |m, key| {
+        m.get_str(key).map(str::to_string)
+    })?;
+    let original_context_length = md
+        .opt(&k("rope.scaling.original_context_length"), |m, key| {
+            m.get_u32(key)
+        })?;
     if kind.as_deref() == Some("none") {
         return Ok(None);
     }
@@ -266,7 +307,11 @@ fn read_rope_scaling(g: &Gguf, arch: &str) -> Result<Option<RopeScaling>, GgufEr
         f => {
             let factor = f.unwrap_or(1.0);
             positive_f32(&k("rope.scaling.factor"), factor)?;
-            Ok(Some(RopeScaling { kind: kind.unwrap_or_else(|| "linear".into()), factor, original_context_length }))
+            Ok(Some(RopeScaling {
+                kind: kind.unwrap_or_else(|| "linear".into()),
+                factor,
+                original_context_length,
+            }))
         }
     }
 }

@@ -46,7 +46,10 @@ pub struct TensorInfo {
 impl TensorInfo {
     /// The tensor's type, or `UnsupportedTensorType` for a known-layout type we cannot decode.
     pub fn ggml_type(&self) -> Result<GgmlType, GgufError> {
-        self.ty.ok_or_else(|| GgufError::UnsupportedTensorType { name: self.name.clone(), type_id: self.type_id })
+        self.ty.ok_or_else(|| GgufError::UnsupportedTensorType {
+            name: self.name.clone(),
+            type_id: self.type_id,
+        })
     }
 
     /// Number of rows (product of all dims but the first).
@@ -90,12 +93,17 @@ impl Gguf {
 
     /// [`Gguf::parse_header`] with an explicit cap on the header size: declared lengths that
     /// would push the header past `max_header_bytes` fail with `HeaderTooLarge` / `LengthPastEnd`.
-    pub fn parse_header_with_limit(prefix: &[u8], max_header_bytes: u64) -> Result<Option<(Gguf, usize)>, GgufError> {
+    pub fn parse_header_with_limit(
+        prefix: &[u8],
+        max_header_bytes: u64,
+    ) -> Result<Option<(Gguf, usize)>, GgufError> {
         match parse_prefix(prefix, max_header_bytes)? {
             Ok(g) => match usize::try_from(g.data_offset) {
                 Ok(off) => Ok(Some((g, off))),
                 // Only on 32-bit targets, with a huge `general.alignment`.
-                Err(_) => Err(GgufError::HeaderTooLarge { limit: usize::MAX as u64 }),
+                Err(_) => Err(GgufError::HeaderTooLarge {
+                    limit: usize::MAX as u64,
+                }),
             },
             Err(_) => Ok(None),
         }
@@ -138,7 +146,10 @@ impl Gguf {
 /// `prefix` and at least `needed_end` bytes are needed before it can be parsed. The data
 /// section may start far past the header (a large `general.alignment` is legal): that
 /// padding is never buffered, so `data_offset` is not held to the header limit.
-pub(crate) fn parse_prefix(prefix: &[u8], max_header_bytes: u64) -> Result<Result<Gguf, u64>, GgufError> {
+pub(crate) fn parse_prefix(
+    prefix: &[u8],
+    max_header_bytes: u64,
+) -> Result<Result<Gguf, u64>, GgufError> {
     match parse_with(&mut Cursor::prefix(prefix, max_header_bytes)) {
         Ok(g) => Ok(Ok(g)),
         Err(GgufError::Truncated { offset, needed, .. }) => Ok(Err(offset.saturating_add(needed))),
@@ -211,11 +222,24 @@ fn parse_with(c: &mut Cursor<'_>) -> Result<Gguf, GgufError> {
         .ok_or(GgufError::InvalidAlignment { value: alignment })?;
     for t in &mut tensors {
         // `offset` still holds the relative offset here.
-        let abs = data_offset.checked_add(t.offset).filter(|a| a.checked_add(t.size_bytes).is_some());
-        t.offset = abs.ok_or_else(|| GgufError::OffsetOverflow { name: t.name.clone(), offset: t.offset })?;
+        let abs = data_offset
+            .checked_add(t.offset)
+            .filter(|a| a.checked_add(t.size_bytes).is_some());
+        t.offset = abs.ok_or_else(|| GgufError::OffsetOverflow {
+            name: t.name.clone(),
+            offset: t.offset,
+        })?;
     }
     check_overlaps(&tensors)?;
-    Ok(Gguf { version, alignment, data_offset, header_len, metadata, tensors, by_name })
+    Ok(Gguf {
+        version,
+        alignment,
+        data_offset,
+        header_len,
+        metadata,
+        tensors,
+        by_name,
+    })
 }
 
 fn read_tensor_info(c: &mut Cursor<'_>, alignment: u64) -> Result<TensorInfo, GgufError> {
@@ -243,20 +267,41 @@ fn read_tensor_info(c: &mut Cursor<'_>, alignment: u64) -> Result<TensorInfo, Gg
         return Err(GgufError::UnknownTensorType { name, type_id });
     };
     // ggml keeps byte counts in i64/size_t; require the element count to fit in i64.
-    let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).filter(|&n| n <= i64::MAX as u64);
+    let n_elements = dims
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= i64::MAX as u64);
     let Some(n_elements) = n_elements else {
         return Err(GgufError::DimsOverflow { name, dims });
     };
     if dims[0] % block_len != 0 {
-        return Err(GgufError::RowNotBlockMultiple { name, row_len: dims[0], block_len });
+        return Err(GgufError::RowNotBlockMultiple {
+            name,
+            row_len: dims[0],
+            block_len,
+        });
     }
-    let Some(size_bytes) = super::tensor_type::bytes_for(type_id, n_elements).filter(|&b| b <= i64::MAX as u64) else {
+    let Some(size_bytes) =
+        super::tensor_type::bytes_for(type_id, n_elements).filter(|&b| b <= i64::MAX as u64)
+    else {
         return Err(GgufError::DimsOverflow { name, dims });
     };
     if offset % alignment != 0 {
-        return Err(GgufError::MisalignedTensor { name, offset, alignment });
+        return Err(GgufError::MisalignedTensor {
+            name,
+            offset,
+            alignment,
+        });
     }
-    Ok(TensorInfo { name, dims, type_id, ty: GgmlType::from_id(type_id), offset, size_bytes, n_elements })
+    Ok(TensorInfo {
+        name,
+        dims,
+        type_id,
+        ty: GgmlType::from_id(type_id),
+        offset,
+        size_bytes,
+        n_elements,
+    })
 }
 
 fn check_overlaps(tensors: &[TensorInfo]) -> Result<(), GgufError> {
@@ -280,7 +325,10 @@ fn check_overlaps(tensors: &[TensorInfo]) -> Result<(), GgufError> {
 fn read_value(c: &mut Cursor<'_>, depth: u32) -> Result<MetadataValue, GgufError> {
     let off = c.pos();
     let type_id = c.u32("metadata value type")?;
-    let ty = ValueType::from_id(type_id).ok_or(GgufError::UnknownValueType { type_id, offset: off })?;
+    let ty = ValueType::from_id(type_id).ok_or(GgufError::UnknownValueType {
+        type_id,
+        offset: off,
+    })?;
     read_typed(c, ty, depth)
 }
 
@@ -316,10 +364,16 @@ fn bool_from(b: u8, offset: u64) -> Result<bool, GgufError> {
 fn read_array(c: &mut Cursor<'_>, depth: u32) -> Result<MetadataArray, GgufError> {
     let off = c.pos();
     if depth > MAX_ARRAY_DEPTH {
-        return Err(GgufError::ArrayTooDeep { offset: off, max_depth: MAX_ARRAY_DEPTH });
+        return Err(GgufError::ArrayTooDeep {
+            offset: off,
+            max_depth: MAX_ARRAY_DEPTH,
+        });
     }
     let type_id = c.u32("array element type")?;
-    let ty = ValueType::from_id(type_id).ok_or(GgufError::UnknownValueType { type_id, offset: off })?;
+    let ty = ValueType::from_id(type_id).ok_or(GgufError::UnknownValueType {
+        type_id,
+        offset: off,
+    })?;
     let count_off = c.pos();
     let count = c.u64("array length")?;
     c.check_count(count, ty.min_size(), count_off, "array element")?;
@@ -357,7 +411,9 @@ fn read_array(c: &mut Cursor<'_>, depth: u32) -> Result<MetadataArray, GgufError
 /// Decodes a run of fixed-width little-endian numbers (`bytes.len()` is a multiple of the width).
 fn decode_fixed(ty: ValueType, bytes: &[u8]) -> MetadataArray {
     fn le<const N: usize, T>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
-        b.chunks_exact(N).map(|c| f(c.try_into().unwrap_or([0; N]))).collect()
+        b.chunks_exact(N)
+            .map(|c| f(c.try_into().unwrap_or([0; N])))
+            .collect()
     }
     match ty {
         ValueType::U8 => MetadataArray::U8(bytes.to_vec()),

@@ -61,7 +61,15 @@ impl GgufStreamReader {
     }
 
     pub fn with_max_header_bytes(max_header: u64) -> Self {
-        GgufStreamReader { max_header, pos: 0, header: None, state: State::Header { buf: Vec::new(), retry_at: 0 } }
+        GgufStreamReader {
+            max_header,
+            pos: 0,
+            header: None,
+            state: State::Header {
+                buf: Vec::new(),
+                retry_at: 0,
+            },
+        }
     }
 
     /// The parsed header, once available.
@@ -98,7 +106,12 @@ impl GgufStreamReader {
             },
             State::Failed(e) => Err(e.clone()),
             // push_inner with `last` never leaves the header state without an error.
-            State::Header { buf, .. } => Err(GgufError::Truncated { offset: buf.len() as u64, what: "header", needed: 1, available: 0 }),
+            State::Header { buf, .. } => Err(GgufError::Truncated {
+                offset: buf.len() as u64,
+                what: "header",
+                needed: 1,
+                available: 0,
+            }),
         }
     }
 
@@ -109,7 +122,12 @@ impl GgufStreamReader {
         r
     }
 
-    fn push_inner(&mut self, chunk: &[u8], events: &mut Vec<StreamEvent>, last: bool) -> Result<(), GgufError> {
+    fn push_inner(
+        &mut self,
+        chunk: &[u8],
+        events: &mut Vec<StreamEvent>,
+        last: bool,
+    ) -> Result<(), GgufError> {
         match &mut self.state {
             State::Failed(e) => Err(e.clone()),
             State::Data(d) => {
@@ -127,7 +145,12 @@ impl GgufStreamReader {
                     Err(needed_end) if last => {
                         let offset = buf.len() as u64;
                         let needed = needed_end.saturating_sub(offset).max(1);
-                        return Err(GgufError::Truncated { offset, what: "header", needed, available: 0 });
+                        return Err(GgufError::Truncated {
+                            offset,
+                            what: "header",
+                            needed,
+                            available: 0,
+                        });
                     }
                     Err(needed_end) => {
                         let grown = buf.len().saturating_add(buf.len() / 2);
@@ -136,8 +159,15 @@ impl GgufStreamReader {
                     }
                 };
                 // A tensor must fit in one buffer on this platform (4 GiB on wasm32).
-                if let Some(t) = gguf.tensors().iter().find(|t| t.size_bytes > isize::MAX as u64) {
-                    return Err(GgufError::TensorTooLarge { name: t.name.clone(), size_bytes: t.size_bytes });
+                if let Some(t) = gguf
+                    .tensors()
+                    .iter()
+                    .find(|t| t.size_bytes > isize::MAX as u64)
+                {
+                    return Err(GgufError::TensorTooLarge {
+                        name: t.name.clone(),
+                        size_bytes: t.size_bytes,
+                    });
                 }
                 let buf = std::mem::take(buf);
                 let mut pending: Vec<(usize, u64, u64)> = gguf
@@ -148,7 +178,10 @@ impl GgufStreamReader {
                 pending.reverse();
                 events.push(StreamEvent::Header(Box::new(gguf.clone())));
                 self.header = Some(gguf);
-                let mut d = DataState { pending, cur: Vec::new() };
+                let mut d = DataState {
+                    pending,
+                    cur: Vec::new(),
+                };
                 self.pos = 0;
                 d.feed(&mut self.pos, &buf, events);
                 self.state = State::Data(d);
@@ -178,7 +211,9 @@ impl DataState {
             if self.cur.capacity() < len + n {
                 // Grow geometrically but never past the declared size, and never by more than
                 // what has actually arrived: the size is untrusted until the bytes exist.
-                let target = usize::try_from(size).unwrap_or(usize::MAX).min((2 * self.cur.capacity()).max(len + n).max(MIN_ALLOC));
+                let target = usize::try_from(size)
+                    .unwrap_or(usize::MAX)
+                    .min((2 * self.cur.capacity()).max(len + n).max(MIN_ALLOC));
                 self.cur.reserve_exact(target - len);
             }
             self.cur.extend_from_slice(&bytes[..n]);
@@ -186,7 +221,10 @@ impl DataState {
             *pos += n as u64;
             if self.cur.len() as u64 == size {
                 self.pending.pop();
-                events.push(StreamEvent::Tensor { index, data: std::mem::take(&mut self.cur) });
+                events.push(StreamEvent::Tensor {
+                    index,
+                    data: std::mem::take(&mut self.cur),
+                });
             }
         }
         // Trailing bytes after the last tensor are ignored.

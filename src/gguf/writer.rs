@@ -32,7 +32,12 @@ impl Default for GgufWriter {
 
 impl GgufWriter {
     pub fn new() -> GgufWriter {
-        GgufWriter { version: 3, alignment: DEFAULT_ALIGNMENT, metadata: Vec::new(), tensors: Vec::new() }
+        GgufWriter {
+            version: 3,
+            alignment: DEFAULT_ALIGNMENT,
+            metadata: Vec::new(),
+            tensors: Vec::new(),
+        }
     }
 
     /// Header version to write (default 3; 2 has the identical little-endian layout).
@@ -45,7 +50,10 @@ impl GgufWriter {
     /// `general.alignment` (u32), which this method adds.
     pub fn alignment(mut self, alignment: u64) -> Self {
         self.alignment = alignment.max(1);
-        self.metadata.push(("general.alignment".into(), MetadataValue::U32(alignment as u32)));
+        self.metadata.push((
+            "general.alignment".into(),
+            MetadataValue::U32(alignment as u32),
+        ));
         self
     }
 
@@ -68,11 +76,22 @@ impl GgufWriter {
     }
 
     pub fn add_str_array(&mut self, key: &str, v: &[&str]) -> &mut Self {
-        self.add(key, MetadataValue::Array(MetadataArray::String(v.iter().map(|s| s.to_string()).collect())))
+        self.add(
+            key,
+            MetadataValue::Array(MetadataArray::String(
+                v.iter().map(|s| s.to_string()).collect(),
+            )),
+        )
     }
 
     /// Appends a tensor of a supported type; `dims` in ggml order, `data` its raw bytes.
-    pub fn add_tensor(&mut self, name: &str, dims: &[u64], ty: GgmlType, data: Vec<u8>) -> &mut Self {
+    pub fn add_tensor(
+        &mut self,
+        name: &str,
+        dims: &[u64],
+        ty: GgmlType,
+        data: Vec<u8>,
+    ) -> &mut Self {
         self.add_tensor_raw(name, dims, ty.id(), data)
     }
 
@@ -83,8 +102,19 @@ impl GgufWriter {
     }
 
     /// Appends a tensor with any raw ggml type id (for unsupported-type and broken files).
-    pub fn add_tensor_raw(&mut self, name: &str, dims: &[u64], type_id: u32, data: Vec<u8>) -> &mut Self {
-        self.tensors.push(PendingTensor { name: name.to_string(), dims: dims.to_vec(), type_id, data });
+    pub fn add_tensor_raw(
+        &mut self,
+        name: &str,
+        dims: &[u64],
+        type_id: u32,
+        data: Vec<u8>,
+    ) -> &mut Self {
+        self.tensors.push(PendingTensor {
+            name: name.to_string(),
+            dims: dims.to_vec(),
+            type_id,
+            data,
+        });
         self
     }
 

@@ -22,6 +22,8 @@ const _: () = assert!(std::mem::size_of::<MatMulParams>() == 16);
 
 /// Tokens per workgroup in matmul.wgsl (`TOKENS`).
 const TOKENS: u32 = 8;
+/// Weight rows per workgroup in matmul.wgsl (`ROWS`).
+pub const ROWS_PER_WORKGROUP: u32 = 8;
 
 /// `Y[t][r] = sum_c W[r][c] X[t][c]` for `t < state.n_tokens`: `X [n_tokens, k] · W^T`.
 /// Each workgroup decodes a weight row once for 8 tokens. One pipeline per weight format.
@@ -86,7 +88,10 @@ impl MatMul {
                     row0: c.row0,
                     n: w.n,
                 };
-                let g = grid(u64::from(c.rows), max_groups(ctx))?;
+                let g = grid(
+                    u64::from(c.rows.div_ceil(ROWS_PER_WORKGROUP)),
+                    max_groups(ctx),
+                )?;
                 Ok((
                     self.pipeline
                         .bind(ctx, &params, &[state, &c.buffer, x, y])?,

@@ -35,7 +35,9 @@ pub struct Activations {
 fn f32s(ctx: &GpuContext, label: &str, len: u64) -> Result<wgpu::Buffer> {
     let bytes = len.max(1) * 4;
     let limits = ctx.device.limits();
-    let cap = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    let cap = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
     if bytes > cap {
         return Err(FuselmError::LimitExceeded {
             limit: "maxStorageBufferBindingSize",
@@ -54,7 +56,13 @@ fn f32s(ctx: &GpuContext, label: &str, len: u64) -> Result<wgpu::Buffer> {
 }
 
 impl Activations {
-    pub fn new(ctx: &GpuContext, c: &ModelConfig, n_ctx: u32, max_batch: u32, all_logits: bool) -> Result<Self> {
+    pub fn new(
+        ctx: &GpuContext,
+        c: &ModelConfig,
+        n_ctx: u32,
+        max_batch: u32,
+        all_logits: bool,
+    ) -> Result<Self> {
         let b = u64::from(max_batch);
         let embd = u64::from(c.n_embd);
         let q_dim = u64::from(c.n_head) * u64::from(c.head_dim);
@@ -93,7 +101,11 @@ impl Activations {
             hidden: f32s(ctx, "hidden", b * ff)?,
             x_last: f32s(ctx, "x_last", embd)?,
             logits: f32s(ctx, "logits", vocab)?,
-            logits_all: if all_logits { Some(f32s(ctx, "logits_all", b * vocab)?) } else { None },
+            logits_all: if all_logits {
+                Some(f32s(ctx, "logits_all", b * vocab)?)
+            } else {
+                None
+            },
             k_cache,
             v_cache,
         })

@@ -3,7 +3,9 @@
 //! GPU forward pass is tested against, not a way to run models.
 
 use crate::error::{FuselmError, Result};
-use crate::gguf::{dequantize_tensor, f16_to_f32, f32_to_f16, GgmlType, Gguf, ModelConfig, RopeStyle};
+use crate::gguf::{
+    dequantize_tensor, f16_to_f32, f32_to_f16, GgmlType, Gguf, ModelConfig, RopeStyle,
+};
 use crate::reference::{add, argmax, causal_attention, matmul, rms_norm, rope, swiglu};
 
 /// A dequantized weight and the type it was stored in (which decides how llama.cpp rounds the
@@ -96,13 +98,21 @@ fn attention_llama_cpp(
     let mut out = Vec::with_capacity(q.len());
     for (t, qt) in q.chunks(n_head * head_dim).enumerate() {
         for h in 0..n_head {
-            let qh: Vec<f32> = qt[h * head_dim..(h + 1) * head_dim].iter().map(|&v| round_f16(v)).collect();
+            let qh: Vec<f32> = qt[h * head_dim..(h + 1) * head_dim]
+                .iter()
+                .map(|&v| round_f16(v))
+                .collect();
             let kv = (h / group) * head_dim;
             let (mut m, mut s) = (f32::NEG_INFINITY, 0f32);
             let mut acc = vec![0f32; head_dim]; // f16 values
             for p in 0..=pos0 + t {
                 let kp = &keys[p * kv_row + kv..p * kv_row + kv + head_dim];
-                let score = qh.iter().zip(kp).map(|(a, b)| (*a as f64) * (*b as f64)).sum::<f64>() as f32 * scale;
+                let score = qh
+                    .iter()
+                    .zip(kp)
+                    .map(|(a, b)| (*a as f64) * (*b as f64))
+                    .sum::<f64>() as f32
+                    * scale;
                 let m_old = m;
                 let (ms, vs) = if score > m {
                     m = score;
@@ -157,7 +167,10 @@ fn load_mat(g: &Gguf, file: &[u8], name: &str) -> Result<Mat> {
         .tensor(name)
         .ok_or_else(|| crate::gguf::GgufError::MissingTensor { name: name.into() })?
         .ggml_type()?;
-    Ok(Mat { w: load(g, file, name)?, ty })
+    Ok(Mat {
+        w: load(g, file, name)?,
+        ty,
+    })
 }
 
 fn load_opt(g: &Gguf, file: &[u8], name: &str) -> Result<Option<Vec<f32>>> {

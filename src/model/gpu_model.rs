@@ -79,19 +79,36 @@ impl GpuModel {
         Self::load_parsed(ctx, &gguf, file, options).await
     }
 
-    pub async fn load_parsed(ctx: GpuContext, gguf: &Gguf, file: &[u8], options: &LoadOptions) -> Result<Self> {
+    pub async fn load_parsed(
+        ctx: GpuContext,
+        gguf: &Gguf,
+        file: &[u8],
+        options: &LoadOptions,
+    ) -> Result<Self> {
         let config = ModelConfig::from_gguf(gguf)?;
         let n_ctx = options
             .n_ctx
             .unwrap_or(config.context_length.min(DEFAULT_N_CTX))
             .max(1);
-        let max_batch = options.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, n_ctx);
+        let max_batch = options
+            .max_batch
+            .unwrap_or(DEFAULT_MAX_BATCH)
+            .clamp(1, n_ctx);
         let weights = ModelWeights::upload(&ctx, gguf, file, &config)?;
         let kernels = Kernels::new(&ctx, &weights).await?;
         let acts = Activations::new(&ctx, &config, n_ctx, max_batch, false)?;
         let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
         let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
-        Ok(Self { ctx, config, weights, kernels, acts, prefill, decode, all_logits: None })
+        Ok(Self {
+            ctx,
+            config,
+            weights,
+            kernels,
+            acts,
+            prefill,
+            decode,
+            all_logits: None,
+        })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -121,7 +138,9 @@ impl GpuModel {
 
     fn write_state(&self, pos: u32, n_tokens: u32) {
         let state = DecodeState::new(pos, n_tokens);
-        self.ctx.queue.write_buffer(&self.acts.state, 0, bytemuck::bytes_of(&state));
+        self.ctx
+            .queue
+            .write_buffer(&self.acts.state, 0, bytemuck::bytes_of(&state));
     }
 
     fn submit(&self, record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<()>) -> Result<()> {
@@ -140,7 +159,9 @@ impl GpuModel {
     /// Writes the prompt and runs every prefill batch but the last; returns the last batch's
     /// start, whose state is written and which the caller records with a head.
     fn prefill_all_but_last(&self, prompt: &[u32]) -> Result<u32> {
-        self.ctx.queue.write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(prompt));
+        self.ctx
+            .queue
+            .write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(prompt));
         let n = prompt.len() as u32;
         let mut pos = 0;
         while n - pos > self.acts.max_batch {
@@ -231,7 +252,11 @@ impl GpuModel {
 
     /// Host-clock seconds per kernel role for one step over `tokens` (each call in its own
     /// submission, so the numbers include a round trip each: use them to rank, not to add up).
-    pub async fn profile_step(&mut self, tokens: &[u32], decode: bool) -> Result<Vec<(&'static str, f64)>> {
+    pub async fn profile_step(
+        &mut self,
+        tokens: &[u32],
+        decode: bool,
+    ) -> Result<Vec<(&'static str, f64)>> {
         self.check_tokens(tokens, 1)?;
         self.prefill_all_but_last(tokens)?;
         let n = if decode { 1 } else { tokens.len() as u32 };
@@ -255,7 +280,14 @@ impl GpuModel {
         self.check_tokens(tokens, 0)?;
         let last = self.prefill_all_but_last(tokens)?;
         self.submit(|pass| self.prefill.record(pass, tokens.len() as u32 - last))?;
-        let bytes = read_buffer(&self.ctx.device, &self.ctx.queue, &self.acts.logits, 0, u64::from(self.config.vocab_size) * 4).await?;
+        let bytes = read_buffer(
+            &self.ctx.device,
+            &self.ctx.queue,
+            &self.acts.logits,
+            0,
+            u64::from(self.config.vocab_size) * 4,
+        )
+        .await?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
@@ -271,18 +303,61 @@ impl GpuModel {
             )));
         }
         if self.all_logits.is_none() {
-            let acts = Activations::new(&self.ctx, &self.config, self.acts.n_ctx, self.acts.max_batch, true)?;
+            let acts = Activations::new(
+                &self.ctx,
+                &self.config,
+                self.acts.n_ctx,
+                self.acts.max_batch,
+                true,
+            )?;
             self.acts = acts;
-            self.prefill = Step::bind(&self.ctx, &self.kernels, &self.weights, &self.acts, &self.config, StepKind::Prefill)?;
-            self.decode = Step::bind(&self.ctx, &self.kernels, &self.weights, &self.acts, &self.config, StepKind::Decode)?;
-            self.all_logits = Some(Step::bind(&self.ctx, &self.kernels, &self.weights, &self.acts, &self.config, StepKind::AllLogits)?);
+            self.prefill = Step::bind(
+                &self.ctx,
+                &self.kernels,
+                &self.weights,
+                &self.acts,
+                &self.config,
+                StepKind::Prefill,
+            )?;
+            self.decode = Step::bind(
+                &self.ctx,
+                &self.kernels,
+                &self.weights,
+                &self.acts,
+                &self.config,
+                StepKind::Decode,
+            )?;
+            self.all_logits = Some(Step::bind(
+                &self.ctx,
+                &self.kernels,
+                &self.weights,
+                &self.acts,
+                &self.config,
+                StepKind::AllLogits,
+            )?);
         }
-        let step = self.all_logits.as_ref().ok_or_else(|| FuselmError::Gpu("all-logits step missing".into()))?;
-        self.ctx.queue.write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(tokens));
+        let step = self
+            .all_logits
+            .as_ref()
+            .ok_or_else(|| FuselmError::Gpu("all-logits step missing".into()))?;
+        self.ctx
+            .queue
+            .write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(tokens));
         self.write_state(0, n);
         self.submit(|pass| step.record(pass, n))?;
-        let logits_all = self.acts.logits_all.as_ref().ok_or_else(|| FuselmError::Gpu("all-logits buffer missing".into()))?;
-        let bytes = read_buffer(&self.ctx.device, &self.ctx.queue, logits_all, 0, u64::from(n) * u64::from(self.config.vocab_size) * 4).await?;
+        let logits_all = self
+            .acts
+            .logits_all
+            .as_ref()
+            .ok_or_else(|| FuselmError::Gpu("all-logits buffer missing".into()))?;
+        let bytes = read_buffer(
+            &self.ctx.device,
+            &self.ctx.queue,
+            logits_all,
+            0,
+            u64::from(n) * u64::from(self.config.vocab_size) * 4,
+        )
+        .await?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 }

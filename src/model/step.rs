@@ -10,9 +10,9 @@ use crate::gguf::{ModelConfig, RopeStyle as GgufRope};
 use crate::gpu::GpuContext;
 use crate::kernels::{
     Add, AddCall, Advance, AdvanceCall, Argmax, ArgmaxCall, Attention, AttentionCall,
-    AttentionShape, Embed, EmbedCall, KvFormat, GpuWeight, KvStore, KvStoreCall, MatMul, MatMulCall, MatVec,
-    MatVecCall, RmsNorm, RmsNormCall, RmsRows, Rope, RopeCall, RopeStyle, SwiGlu, SwiGluCall,
-    WeightFormat,
+    AttentionShape, Embed, EmbedCall, GpuWeight, KvFormat, KvStore, KvStoreCall, MatMul,
+    MatMulCall, MatVec, MatVecCall, RmsNorm, RmsNormCall, RmsRows, Rope, RopeCall, RopeStyle,
+    SwiGlu, SwiGluCall, WeightFormat,
 };
 use std::collections::HashMap;
 
@@ -112,6 +112,9 @@ enum Head {
     AllLogits { norm: RmsNormCall, head: MatMulCall },
 }
 
+/// Records one named part of a step for `n_tokens` tokens.
+pub type Recorder<'a> = Box<dyn Fn(&mut wgpu::ComputePass<'_>, u32) -> Result<()> + 'a>;
+
 /// A bound forward step for batches of up to `max_tokens` tokens.
 pub struct Step {
     embed: EmbedCall,
@@ -156,11 +159,35 @@ impl Binder<'_> {
         })
     }
 
-    fn norm(&self, n: u32, eps: f32, rows: RmsRows, x: &wgpu::Buffer, w: &wgpu::Buffer, out: &wgpu::Buffer) -> Result<RmsNormCall> {
-        self.k.rms_norm.bind(self.ctx, n, eps, rows, &self.a.state, x, w, out, self.max_tokens)
+    fn norm(
+        &self,
+        n: u32,
+        eps: f32,
+        rows: RmsRows,
+        x: &wgpu::Buffer,
+        w: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+    ) -> Result<RmsNormCall> {
+        self.k.rms_norm.bind(
+            self.ctx,
+            n,
+            eps,
+            rows,
+            &self.a.state,
+            x,
+            w,
+            out,
+            self.max_tokens,
+        )
     }
 
-    fn layer(&self, c: &ModelConfig, shape: &AttentionShape, l: usize, w: &LayerWeights) -> Result<LayerCalls> {
+    fn layer(
+        &self,
+        c: &ModelConfig,
+        shape: &AttentionShape,
+        l: usize,
+        w: &LayerWeights,
+    ) -> Result<LayerCalls> {
         let (a, ctx, k, m) = (self.a, self.ctx, self.k, self.max_tokens);
         let style = match c.rope_style {
             GgufRope::Norm => RopeStyle::Normal,
@@ -171,15 +198,45 @@ impl Binder<'_> {
             q: self.proj(&w.wq, &a.xn, &a.q)?,
             k: self.proj(&w.wk, &a.xn, &a.k)?,
             v: self.proj(&w.wv, &a.xn, &a.v)?,
-            rope: k.rope.bind(ctx, shape, c.rope_dims, c.rope_freq_base, style, &a.state, &a.q, &a.k, m)?,
-            kv_store: k.kv_store.bind(ctx, shape, &a.state, &a.k, &a.v, &a.k_cache[l], &a.v_cache[l], m)?,
-            attention: k.attention.bind(ctx, shape, &a.state, &a.q, &a.k_cache[l], &a.v_cache[l], &a.att, m)?,
+            rope: k.rope.bind(
+                ctx,
+                shape,
+                c.rope_dims,
+                c.rope_freq_base,
+                style,
+                &a.state,
+                &a.q,
+                &a.k,
+                m,
+            )?,
+            kv_store: k.kv_store.bind(
+                ctx,
+                shape,
+                &a.state,
+                &a.k,
+                &a.v,
+                &a.k_cache[l],
+                &a.v_cache[l],
+                m,
+            )?,
+            attention: k.attention.bind(
+                ctx,
+                shape,
+                &a.state,
+                &a.q,
+                &a.k_cache[l],
+                &a.v_cache[l],
+                &a.att,
+                m,
+            )?,
             o: self.proj(&w.wo, &a.att, &a.o)?,
             attn_residual: k.add.bind(ctx, c.n_embd, &a.state, &a.o, &a.x, m)?,
             ffn_norm: self.norm(c.n_embd, c.rms_eps, RmsRows::All, &a.x, &w.ffn_norm, &a.xn)?,
             gate: self.proj(&w.w_gate, &a.xn, &a.gate)?,
             up: self.proj(&w.w_up, &a.xn, &a.up)?,
-            swiglu: k.swiglu.bind(ctx, c.n_ff, &a.state, &a.gate, &a.up, &a.hidden, m)?,
+            swiglu: k
+                .swiglu
+                .bind(ctx, c.n_ff, &a.state, &a.gate, &a.up, &a.hidden, m)?,
             down: self.proj(&w.w_down, &a.hidden, &a.o)?,
             ffn_residual: k.add.bind(ctx, c.n_embd, &a.state, &a.o, &a.x, m)?,
         })
@@ -195,7 +252,11 @@ impl Step {
         config: &ModelConfig,
         kind: StepKind,
     ) -> Result<Self> {
-        let max_tokens = if kind == StepKind::Decode { 1 } else { acts.max_batch };
+        let max_tokens = if kind == StepKind::Decode {
+            1
+        } else {
+            acts.max_batch
+        };
         let b = Binder {
             ctx,
             k: kernels,
@@ -210,30 +271,65 @@ impl Step {
             .enumerate()
             .map(|(i, w)| b.layer(config, &shape, i, w))
             .collect::<Result<Vec<_>>>()?;
-        let head = if kind == StepKind::AllLogits {
-            let logits_all = acts.logits_all.as_ref().ok_or_else(|| {
-                crate::FuselmError::InvalidArgument("all-logits buffer not allocated".into())
-            })?;
-            let mm = kernels.matmul.get(&weights.head().format).ok_or_else(|| {
-                crate::FuselmError::Gpu("no kernel for the output head".into())
-            })?;
-            Head::AllLogits {
-                norm: b.norm(config.n_embd, config.rms_eps, RmsRows::All, &acts.x, &weights.output_norm, &acts.xn)?,
-                head: mm.bind(ctx, weights.head(), &acts.state, &acts.xn, logits_all, max_tokens)?,
-            }
-        } else {
-            let mv = kernels.matvec.get(&weights.head().format).ok_or_else(|| {
-                crate::FuselmError::Gpu("no kernel for the output head".into())
-            })?;
-            Head::NextToken {
-                norm: b.norm(config.n_embd, config.rms_eps, RmsRows::Last, &acts.x, &weights.output_norm, &acts.x_last)?,
-                head: mv.bind(ctx, weights.head(), &acts.x_last, &acts.logits)?,
-                argmax: kernels.argmax.bind(ctx, config.vocab_size, &acts.state, &acts.logits, &acts.tokens)?,
-                advance: kernels.advance.bind(ctx, &acts.state)?,
-            }
-        };
+        let head =
+            if kind == StepKind::AllLogits {
+                let logits_all = acts.logits_all.as_ref().ok_or_else(|| {
+                    crate::FuselmError::InvalidArgument("all-logits buffer not allocated".into())
+                })?;
+                let mm = kernels.matmul.get(&weights.head().format).ok_or_else(|| {
+                    crate::FuselmError::Gpu("no kernel for the output head".into())
+                })?;
+                Head::AllLogits {
+                    norm: b.norm(
+                        config.n_embd,
+                        config.rms_eps,
+                        RmsRows::All,
+                        &acts.x,
+                        &weights.output_norm,
+                        &acts.xn,
+                    )?,
+                    head: mm.bind(
+                        ctx,
+                        weights.head(),
+                        &acts.state,
+                        &acts.xn,
+                        logits_all,
+                        max_tokens,
+                    )?,
+                }
+            } else {
+                let mv = kernels.matvec.get(&weights.head().format).ok_or_else(|| {
+                    crate::FuselmError::Gpu("no kernel for the output head".into())
+                })?;
+                Head::NextToken {
+                    norm: b.norm(
+                        config.n_embd,
+                        config.rms_eps,
+                        RmsRows::Last,
+                        &acts.x,
+                        &weights.output_norm,
+                        &acts.x_last,
+                    )?,
+                    head: mv.bind(ctx, weights.head(), &acts.x_last, &acts.logits)?,
+                    argmax: kernels.argmax.bind(
+                        ctx,
+                        config.vocab_size,
+                        &acts.state,
+                        &acts.logits,
+                        &acts.tokens,
+                    )?,
+                    advance: kernels.advance.bind(ctx, &acts.state)?,
+                }
+            };
         Ok(Self {
-            embed: kernels.embed.bind(ctx, &weights.tok_embd, &acts.state, &acts.tokens, &acts.x, max_tokens)?,
+            embed: kernels.embed.bind(
+                ctx,
+                &weights.tok_embd,
+                &acts.state,
+                &acts.tokens,
+                &acts.x,
+                max_tokens,
+            )?,
             layers,
             head,
         })
@@ -263,28 +359,55 @@ impl Step {
     }
 
     /// Every call of the step with a name, in recording order (for per-kernel profiling).
-    pub fn calls(&self) -> Vec<(&'static str, Box<dyn Fn(&mut wgpu::ComputePass<'_>, u32) -> Result<()> + '_>)> {
-        type Rec<'a> = Box<dyn Fn(&mut wgpu::ComputePass<'_>, u32) -> Result<()> + 'a>;
-        let mut out: Vec<(&'static str, Rec<'_>)> = Vec::new();
+    pub fn calls(&self) -> Vec<(&'static str, Recorder<'_>)> {
+        let mut out: Vec<(&'static str, Recorder<'_>)> = Vec::new();
         out.push(("embed", Box::new(|p, n| self.embed.record(p, n))));
         for l in &self.layers {
             out.push(("rms_norm", Box::new(|p, n| l.attn_norm.record(p, n))));
-            out.push(("proj_qkv", Box::new(|p, n| { l.q.record(p, n)?; l.k.record(p, n)?; l.v.record(p, n) })));
+            out.push((
+                "proj_qkv",
+                Box::new(|p, n| {
+                    l.q.record(p, n)?;
+                    l.k.record(p, n)?;
+                    l.v.record(p, n)
+                }),
+            ));
             out.push(("rope", Box::new(|p, n| l.rope.record(p, n))));
             out.push(("kv_store", Box::new(|p, n| l.kv_store.record(p, n))));
             out.push(("attention", Box::new(|p, n| l.attention.record(p, n))));
             out.push(("proj_o", Box::new(|p, n| l.o.record(p, n))));
             out.push(("add", Box::new(|p, n| l.attn_residual.record(p, n))));
             out.push(("rms_norm", Box::new(|p, n| l.ffn_norm.record(p, n))));
-            out.push(("proj_gate_up", Box::new(|p, n| { l.gate.record(p, n)?; l.up.record(p, n) })));
+            out.push((
+                "proj_gate_up",
+                Box::new(|p, n| {
+                    l.gate.record(p, n)?;
+                    l.up.record(p, n)
+                }),
+            ));
             out.push(("swiglu", Box::new(|p, n| l.swiglu.record(p, n))));
             out.push(("proj_down", Box::new(|p, n| l.down.record(p, n))));
             out.push(("add", Box::new(|p, n| l.ffn_residual.record(p, n))));
         }
-        if let Head::NextToken { norm, head, argmax, .. } = &self.head {
+        if let Head::NextToken {
+            norm, head, argmax, ..
+        } = &self.head
+        {
             out.push(("rms_norm", Box::new(|p, n| norm.record(p, n))));
-            out.push(("output_head", Box::new(|p, _| { head.record(p); Ok(()) })));
-            out.push(("argmax", Box::new(|p, _| { argmax.record(p); Ok(()) })));
+            out.push((
+                "output_head",
+                Box::new(|p, _| {
+                    head.record(p);
+                    Ok(())
+                }),
+            ));
+            out.push((
+                "argmax",
+                Box::new(|p, _| {
+                    argmax.record(p);
+                    Ok(())
+                }),
+            ));
         }
         out
     }
@@ -293,7 +416,12 @@ impl Step {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         self.record_body(pass, n_tokens)?;
         match &self.head {
-            Head::NextToken { norm, head, argmax, advance } => {
+            Head::NextToken {
+                norm,
+                head,
+                argmax,
+                advance,
+            } => {
                 norm.record(pass, n_tokens)?;
                 head.record(pass);
                 argmax.record(pass);

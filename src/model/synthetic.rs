@@ -6,8 +6,7 @@
 //! whole text path (tokenize, template, generate, stream-decode) runs on it.
 
 use crate::gguf::{
-    quantize_q4_0, quantize_q4_1, quantize_q8_0, GgmlType, GgufWriter, MetadataArray,
-    MetadataValue,
+    quantize_q4_0, quantize_q4_1, quantize_q8_0, GgmlType, GgufWriter, MetadataArray, MetadataValue,
 };
 use crate::tokenizer::byte_level_alphabet;
 
@@ -102,9 +101,18 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     types.extend([3, 3]);
     w.add_str("tokenizer.ggml.model", "gpt2");
     w.add_str("tokenizer.ggml.pre", "smollm");
-    w.add("tokenizer.ggml.tokens", MetadataValue::Array(MetadataArray::String(tokens)));
-    w.add("tokenizer.ggml.token_type", MetadataValue::Array(MetadataArray::I32(types)));
-    w.add("tokenizer.ggml.merges", MetadataValue::Array(MetadataArray::String(Vec::new())));
+    w.add(
+        "tokenizer.ggml.tokens",
+        MetadataValue::Array(MetadataArray::String(tokens)),
+    );
+    w.add(
+        "tokenizer.ggml.token_type",
+        MetadataValue::Array(MetadataArray::I32(types)),
+    );
+    w.add(
+        "tokenizer.ggml.merges",
+        MetadataValue::Array(MetadataArray::String(Vec::new())),
+    );
     w.add_u32("tokenizer.ggml.bos_token_id", 256);
     w.add_u32("tokenizer.ggml.eos_token_id", 257);
     w.add_str(

@@ -153,7 +153,10 @@ impl TextModel {
             timings: GenerateTimings {
                 prefill_seconds: generation.prefill_seconds,
                 decode_seconds: generation.decode_seconds,
-                prompt_tokens_per_second: per_second(prompt_tokens.len(), generation.prefill_seconds),
+                prompt_tokens_per_second: per_second(
+                    prompt_tokens.len(),
+                    generation.prefill_seconds,
+                ),
                 decode_tokens_per_second: per_second(
                     generation.tokens.len().saturating_sub(1),
                     generation.decode_seconds,

@@ -12,7 +12,9 @@ pub fn vocab_spec(g: &Gguf) -> Result<VocabSpec> {
     let bool_key = |k: &str| m.opt(k, Metadata::get_bool);
     Ok(VocabSpec {
         model: m.get_str("tokenizer.ggml.model")?.to_string(),
-        pre: m.opt("tokenizer.ggml.pre", |m, k| m.get_str(k).map(str::to_string))?,
+        pre: m.opt("tokenizer.ggml.pre", |m, k| {
+            m.get_str(k).map(str::to_string)
+        })?,
         tokens: m.get_str_array("tokenizer.ggml.tokens")?.to_vec(),
         token_types: m.opt("tokenizer.ggml.token_type", |m, k| {
             m.get_i32_array(k).map(<[i32]>::to_vec)

@@ -358,5 +358,7 @@ fn render_piece(vocab: &Vocab, model: &Model, id: u32) -> Vec<u8> {
 /// The 256 single-character tokens of GPT-2's byte-level alphabet, byte 0 first: a vocabulary
 /// that can spell any text (used by synthetic test models).
 pub fn byte_level_alphabet() -> Vec<String> {
-    (0..=255u8).map(|b| byte_level::byte_to_char(b).to_string()).collect()
+    (0..=255u8)
+        .map(|b| byte_level::byte_to_char(b).to_string())
+        .collect()
 }

@@ -5,6 +5,10 @@
 //! Errors cross as JS `Error` objects named `FuselmError` carrying a stable `kind` (see
 //! [`FuselmError::kind`]); `js/errors.ts` turns them into the npm package's `FuselmError` class.
 
+mod model;
+
+pub use model::{load_model, Model, ModelInfo};
+
 use crate::error::FuselmError;
 use crate::probe::{AdapterReport, ProbeOptions};
 use tsify::Ts;

@@ -15,6 +15,8 @@ mod generate_cmd;
 mod model_cmds;
 #[cfg(not(target_arch = "wasm32"))]
 mod probe_cmd;
+#[cfg(not(target_arch = "wasm32"))]
+mod synthetic_cmd;
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
@@ -41,6 +43,9 @@ fn main() -> std::process::ExitCode {
         Tokenize(model_cmds::TokenizeArgs),
         /// Generate text greedily on the GPU, streaming it to stdout (or --json).
         Generate(generate_cmd::GenerateArgs),
+        /// Write a tiny random Llama GGUF (byte vocab, ChatML) for tests.
+        #[command(hide = true)]
+        SyntheticModel(synthetic_cmd::SyntheticArgs),
     }
 
     let cli = Cli::parse();
@@ -49,6 +54,7 @@ fn main() -> std::process::ExitCode {
         Command::Inspect(args) => model_cmds::inspect(args),
         Command::Tokenize(args) => model_cmds::tokenize(args),
         Command::Generate(args) => generate_cmd::run(args),
+        Command::SyntheticModel(args) => synthetic_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -66,7 +66,16 @@ pub fn inspect(args: InspectArgs) -> Result<(), Box<dyn Error>> {
     );
     match &config {
         Ok(c) => {
-            out!("model       {} — {} layers, n_embd {}, n_ff {}, heads {} (kv {}), head_dim {}", c.arch, c.n_layers, c.n_embd, c.n_ff, c.n_head, c.n_head_kv, c.head_dim);
+            out!(
+                "model       {} — {} layers, n_embd {}, n_ff {}, heads {} (kv {}), head_dim {}",
+                c.arch,
+                c.n_layers,
+                c.n_embd,
+                c.n_ff,
+                c.n_head,
+                c.n_head_kv,
+                c.head_dim
+            );
             out!("            rope {:?} base {} dims {}, rms eps {:e}, context {}, vocab {}, tied output {}", c.rope_style, c.rope_freq_base, c.rope_dims, c.rms_eps, c.context_length, c.vocab_size, c.tied_output);
         }
         Err(e) => out!("model       not runnable: {e}"),
@@ -75,14 +84,33 @@ pub fn inspect(args: InspectArgs) -> Result<(), Box<dyn Error>> {
         Ok(t) => {
             let s = t.summary();
             out!("tokenizer   {} (pre {}), {} tokens, {} merges, {} special; bos {:?} eos {:?} eog {:?} add_bos {}", s.model, s.pre.as_deref().unwrap_or("-"), s.vocab_size, s.merges, s.special_tokens, s.bos, s.eos, s.eog, s.add_bos);
-            out!("chat        {}", if t.chat_template().is_some() { "template present" } else { "no template" });
+            out!(
+                "chat        {}",
+                if t.chat_template().is_some() {
+                    "template present"
+                } else {
+                    "no template"
+                }
+            );
         }
         Err(e) => out!("tokenizer   unusable: {e}"),
     }
-    out!("\n{:<32} {:<6} {:>22} {:>12}", "tensor", "type", "dims", "bytes");
+    out!(
+        "\n{:<32} {:<6} {:>22} {:>12}",
+        "tensor",
+        "type",
+        "dims",
+        "bytes"
+    );
     for t in gguf.tensors() {
         let ty = type_name(t.type_id).unwrap_or("?");
-        out!("{:<32} {:<6} {:>22} {:>12}", t.name, ty, format!("{:?}", t.dims), t.size_bytes);
+        out!(
+            "{:<32} {:<6} {:>22} {:>12}",
+            t.name,
+            ty,
+            format!("{:?}", t.dims),
+            t.size_bytes
+        );
     }
     Ok(())
 }
@@ -90,7 +118,10 @@ pub fn inspect(args: InspectArgs) -> Result<(), Box<dyn Error>> {
 fn parse_ids(text: &str) -> Result<Vec<u32>, Box<dyn Error>> {
     text.split(|c: char| c == ',' || c.is_whitespace() || c == '[' || c == ']')
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<u32>().map_err(|e| format!("bad id {s:?}: {e}").into()))
+        .map(|s| {
+            s.parse::<u32>()
+                .map_err(|e| format!("bad id {s:?}: {e}").into())
+        })
         .collect()
 }
 
@@ -110,8 +141,14 @@ pub fn tokenize(args: TokenizeArgs) -> Result<(), Box<dyn Error>> {
     let text = args.text.ok_or("give TEXT to encode, or --decode IDS")?;
     let ids = tok.encode(&text, args.add_special, !args.no_parse_special);
     if args.json {
-        let pieces: Vec<String> = ids.iter().map(|&id| tok.token_text(id).unwrap_or("").to_string()).collect();
-        out!("{}", serde_json::json!({ "text": text, "ids": ids, "pieces": pieces }));
+        let pieces: Vec<String> = ids
+            .iter()
+            .map(|&id| tok.token_text(id).unwrap_or("").to_string())
+            .collect();
+        out!(
+            "{}",
+            serde_json::json!({ "text": text, "ids": ids, "pieces": pieces })
+        );
     } else {
         let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
         out!("{}", ids.join(" "));

@@ -42,7 +42,9 @@ fn print_human(r: &AdapterReport) -> std::io::Result<()> {
     let a = &r.adapter;
     out!(
         "adapter      {} ({}, {})",
-        a.device, a.backend, a.device_type
+        a.device,
+        a.backend,
+        a.device_type
     );
     out!("vendor       {}  {}", a.vendor, a.description);
     if a.is_software {
@@ -51,12 +53,18 @@ fn print_human(r: &AdapterReport) -> std::io::Result<()> {
     let f = &r.features;
     out!(
         "features     shader-f16 {}  subgroups {} ({}..{})  timestamp-query {}",
-        f.shader_f16, f.subgroups, f.subgroup_min_size, f.subgroup_max_size, f.timestamp_query
+        f.shader_f16,
+        f.subgroups,
+        f.subgroup_min_size,
+        f.subgroup_max_size,
+        f.timestamp_query
     );
     let (l, d) = (&r.limits, &r.webgpu_defaults);
     out!(
         "limits       {:<40} {:>14} {:>14}",
-        "", "adapter", "webgpu default"
+        "",
+        "adapter",
+        "webgpu default"
     );
     let rows: [(&str, u64, u64); 8] = [
         (
@@ -107,13 +115,20 @@ fn print_human(r: &AdapterReport) -> std::io::Result<()> {
     );
     out!(
         "             f16 kernels {}  subgroup kernels {}  resident dim f32 {} / f16 {}",
-        fit.f16_kernels, fit.subgroup_kernels, fit.max_resident_dim_f32, fit.max_resident_dim_f16
+        fit.f16_kernels,
+        fit.subgroup_kernels,
+        fit.max_resident_dim_f32,
+        fit.max_resident_dim_f16
     );
     if let Some(b) = &r.bench {
         let show = |name: &str, m: &Measurement| -> std::io::Result<()> {
             out!(
                 "bench        {name:<34} median {:>10.2} {:<5} (min {:.2}, max {:.2}; {:?})",
-                m.median, m.unit, m.min, m.max, m.timer
+                m.median,
+                m.unit,
+                m.min,
+                m.max,
+                m.timer
             );
             Ok(())
         };

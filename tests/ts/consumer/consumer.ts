@@ -1,6 +1,22 @@
 // A downstream project's code, type-checked against the packed npm tarball. The @ts-expect-error
 // lines fail the check if a type ever degrades to `any` or loses a field.
-import { probe, init, FuselmError, type AdapterReport, type ProbeOptions, type ErrorKind, type Measurement } from "fuselm";
+import {
+  probe,
+  init,
+  loadModel,
+  Model,
+  FuselmError,
+  type AdapterReport,
+  type ProbeOptions,
+  type ErrorKind,
+  type Measurement,
+  type LoadOptions,
+  type GenerateOptions,
+  type GenerateResult,
+  type StopReason,
+  type ModelInfo,
+  type ModelSource,
+} from "fuselm";
 
 function describeKind(kind: ErrorKind): string {
   switch (kind) {
@@ -9,7 +25,12 @@ function describeKind(kind: ErrorKind): string {
     case "device-request": return "device refused";
     case "limit-exceeded": return "model too big";
     case "gpu": return "GPU error";
+    case "invalid-model": return "not a supported GGUF file";
+    case "tokenizer": return "unusable vocabulary";
+    case "template": return "chat template failed";
+    case "aborted": return "stopped by the caller";
     case "invalid-argument": return "bad argument";
+    case "busy": return "already generating";
     default: {
       const unreachable: never = kind; // ErrorKind must stay a closed union
       return unreachable;
@@ -40,5 +61,46 @@ export async function main(): Promise<void> {
     if (e instanceof FuselmError) {
       console.log(describeKind(e.kind), e.limit, e.needed, e.available);
     }
+  }
+}
+
+export async function generateText(url: string, bytes: Uint8Array): Promise<string> {
+  const load: LoadOptions = { nCtx: 512, maxBatch: 64 };
+  const source: ModelSource = new URL(url);
+  const model: Model = await loadModel(source, load);
+  const fromBytes: Model = await Model.load(bytes);
+  fromBytes.free();
+  try {
+    const info: ModelInfo = model.info();
+    const n: number = info.nCtx + info.layers + info.vocabSize + info.kvHeads;
+    const arch: string = info.architecture;
+    const options: GenerateOptions = { maxTokens: 16, chat: true, system: "Be brief." };
+    const result: GenerateResult = await model.generate("Hello", options);
+    const ids: number[] = result.tokens.concat(result.promptTokens);
+    const stop: StopReason = result.stopReason;
+    const done: boolean = stop === "end-of-generation" || stop === "length" || stop === "aborted";
+    const perSecond: number = result.timings.decodeTokensPerSecond;
+    console.log(n, arch, ids, done, perSecond);
+
+    // @ts-expect-error the prompt is a string
+    await model.generate(42);
+    // @ts-expect-error maxTokens is a number
+    await model.generate("Hi", { maxTokens: "16" });
+    // @ts-expect-error no such option
+    await model.generate("Hi", { temperature: 0.7 });
+    // @ts-expect-error text is a string
+    const wrong: number = result.text;
+    // @ts-expect-error stopReason is a closed union
+    const never: StopReason = "timeout";
+    // @ts-expect-error nCtx is a load option, a number
+    await loadModel(bytes, { nCtx: true });
+    // @ts-expect-error a model source is bytes, a Response or a URL
+    await loadModel(123);
+    // @ts-expect-error Model has a private constructor: use loadModel
+    new Model();
+    console.log(wrong, never);
+    return result.text;
+  } finally {
+    model.free();
   }
 }

@@ -1,0 +1,83 @@
+// The generation page: load a GGUF model from a URL, generate greedily, show text, ids and timings.
+// Query parameters prefill the form: ?model=URL&prompt=TEXT&maxTokens=N&chat=0|1, and ?autorun
+// generates on load (what tests/site uses). In your own site: `import { loadModel } from "fuselm"`.
+import { loadModel, FuselmError } from "../../dist/index.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+$("model").value = params.get("model") ?? "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+if (params.has("prompt")) $("prompt").value = params.get("prompt");
+if (params.has("maxTokens")) $("max-tokens").value = params.get("maxTokens");
+// A test passing a prompt wants it verbatim unless it asks for the chat template.
+if (params.has("chat") || params.has("prompt")) $("chat").checked = params.get("chat") === "1";
+
+function rows(table, entries) {
+  table.replaceChildren(
+    ...entries.map(([k, v]) => {
+      const tr = document.createElement("tr");
+      for (const c of [k, v]) {
+        const td = document.createElement("td");
+        td.textContent = String(c);
+        tr.append(td);
+      }
+      return tr;
+    }),
+  );
+}
+
+// The model stays loaded between clicks while its URL does not change.
+let loaded; // { url, model }
+
+async function modelFor(url) {
+  if (loaded?.url === url) return loaded.model;
+  loaded?.model.free();
+  loaded = undefined;
+  $("status").textContent = `loading ${url}…`;
+  const model = await loadModel(url);
+  loaded = { url, model };
+  return model;
+}
+
+async function run(event) {
+  event?.preventDefault();
+  document.body.dataset.state = "running";
+  delete document.body.dataset.errorKind;
+  $("generate").disabled = true;
+  try {
+    const model = await modelFor($("model").value);
+    const info = model.info();
+    rows($("info"), [
+      ["architecture", info.architecture], ["layers", info.layers],
+      ["embedding / feed-forward", `${info.embeddingLength} / ${info.feedForwardLength}`],
+      ["heads (kv)", `${info.heads} (${info.kvHeads})`], ["vocabulary", info.vocabSize],
+      ["context (trained / loaded nCtx)", `${info.contextLength} / ${info.nCtx}`], ["tied output", info.tiedOutput],
+    ]);
+    $("status").textContent = "generating…";
+    const result = await model.generate($("prompt").value, {
+      chat: $("chat").checked,
+      maxTokens: Number($("max-tokens").value),
+    });
+    const t = result.timings;
+    $("text").textContent = result.text;
+    $("tokens").textContent = result.tokens.join(" ");
+    rows($("stats"), [
+      ["stop reason", result.stopReason],
+      ["prompt tokens", result.promptTokens.length], ["generated tokens", result.tokens.length],
+      ["prefill", `${t.prefillSeconds.toFixed(3)} s (${t.promptTokensPerSecond.toFixed(1)} tok/s)`],
+      ["decode", `${t.decodeSeconds.toFixed(3)} s (${t.decodeTokensPerSecond.toFixed(1)} tok/s)`],
+    ]);
+    $("result").textContent = JSON.stringify(result, null, 2);
+    $("output").hidden = false;
+    document.body.dataset.state = "done";
+    $("status").textContent = `done: ${result.tokens.length} tokens (${result.stopReason})`;
+  } catch (e) {
+    document.body.dataset.state = "error";
+    document.body.dataset.errorKind = e instanceof FuselmError ? e.kind : "unknown";
+    $("status").textContent = e instanceof FuselmError ? `${e.kind}: ${e.message}` : String(e);
+  } finally {
+    $("generate").disabled = false;
+  }
+}
+
+$("form").addEventListener("submit", run);
+if (params.has("autorun")) run();

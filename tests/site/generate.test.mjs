@@ -1,0 +1,113 @@
+// The generation page end to end: a synthetic GGUF written by the native CLI is loaded in headless
+// Chromium (WebGPU on SwiftShader) and must generate exactly the ids the native build generates on
+// lavapipe (both compute in f32 and choose by argmax); bad model URLs give typed errors.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { serve } from "../../scripts/serve.mjs";
+import { launch } from "./chromium.mjs";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const cli = `${root}target/debug/fuselm`;
+const modelPath = "target/site-test/synthetic.gguf";
+const prompt = "Hello";
+const maxTokens = 12;
+
+let server, base, native;
+before(async () => {
+  // Always (a no-op when fresh): a stale binary may predate `synthetic-model`.
+  execFileSync("cargo", ["build", "--quiet", "--bin", "fuselm"], { cwd: root, stdio: "inherit" });
+  mkdirSync(`${root}target/site-test`, { recursive: true });
+  execFileSync(cli, ["synthetic-model", modelPath], { cwd: root, stdio: "inherit" });
+  const json = execFileSync(
+    cli,
+    ["generate", "--model", modelPath, "--prompt", prompt, "--max-tokens", String(maxTokens), "--json"],
+    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
+  );
+  native = JSON.parse(json);
+  server = await serve(0);
+  base = `http://127.0.0.1:${server.address().port}`;
+});
+after(() => server?.close());
+
+async function open(browser, url) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.goto(url);
+  await page.waitForFunction(() => ["done", "error"].includes(document.body.dataset.state), null, { timeout: 300_000 });
+  return { page, errors };
+}
+
+const pageUrl = (model, extra = "") =>
+  `${base}/examples/site/generate.html?model=${encodeURIComponent(model)}&prompt=${encodeURIComponent(prompt)}` +
+  `&maxTokens=${maxTokens}${extra}&autorun`;
+
+// The synthetic vocabulary: id b < 256 is byte b; the two control tokens render as nothing.
+const decodeSynthetic = (ids) =>
+  new TextDecoder("utf-8").decode(Uint8Array.from(ids.filter((id) => id < 256)));
+
+test("the browser generates the native ids for the synthetic model", async () => {
+  const browser = await launch();
+  try {
+    const { page, errors } = await open(browser, pageUrl(`/${modelPath}`));
+    const state = await page.evaluate(() => document.body.dataset.state);
+    assert.equal(state, "done", await page.textContent("#status"));
+    const result = JSON.parse(await page.textContent("#result"));
+    assert.deepEqual(result.promptTokens, native.promptIds);
+    assert.deepEqual(result.tokens, native.generatedIds, "greedy ids: browser (SwiftShader) vs native (lavapipe)");
+    assert.equal(result.stopReason, native.stopReason);
+    assert.equal(result.text, native.text);
+    assert.equal(result.text, decodeSynthetic(result.tokens));
+    assert.equal(await page.textContent("#text"), result.text);
+    assert.equal(await page.textContent("#tokens"), result.tokens.join(" "));
+    assert.ok(result.timings.prefillSeconds > 0 && result.timings.decodeSeconds >= 0);
+
+    // The typed API from a page script: busy while generating, info, a freed model.
+    const api = await page.evaluate(async (url) => {
+      const { loadModel, FuselmError } = await import("/dist/index.js");
+      const kind = (e) => (e instanceof FuselmError ? e.kind : `untyped: ${e}`);
+      const model = await loadModel(url, { nCtx: 64 });
+      const info = model.info();
+      const first = model.generate("Hi", { maxTokens: 4 });
+      const second = await model.generate("Hi", { maxTokens: 4 }).then(() => "resolved", kind);
+      const firstTokens = (await first).tokens.length;
+      const tooLong = await model.generate("Hi", { maxTokens: 100 }).then(() => "resolved", kind);
+      const after = (await model.generate("Hi", { maxTokens: 2 })).tokens.length;
+      model.free();
+      const freed = await model.generate("Hi").then(() => "resolved", kind);
+      return { info, second, firstTokens, tooLong, after, freed };
+    }, `/${modelPath}`);
+    assert.equal(api.second, "busy");
+    assert.equal(api.firstTokens, 4);
+    assert.equal(api.tooLong, "limit-exceeded");
+    assert.equal(api.after, 2, "the model still works after a rejected generation");
+    assert.equal(api.freed, "invalid-argument");
+    assert.deepEqual(
+      { ...api.info },
+      {
+        architecture: "llama", layers: 3, embeddingLength: 128, feedForwardLength: 352, heads: 4, kvHeads: 2,
+        headDim: 32, vocabSize: 258, contextLength: 512, nCtx: 64, tiedOutput: true,
+      },
+    );
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("a file that is not GGUF gives invalid-model, a missing one invalid-argument", async () => {
+  const browser = await launch();
+  try {
+    for (const [model, kind] of [["/README.md", "invalid-model"], ["/target/site-test/missing.gguf", "invalid-argument"]]) {
+      const { page } = await open(browser, pageUrl(model));
+      assert.equal(await page.evaluate(() => document.body.dataset.state), "error", model);
+      assert.equal(await page.evaluate(() => document.body.dataset.errorKind), kind, await page.textContent("#status"));
+      await page.close();
+    }
+  } finally {
+    await browser.close();
+  }
+});
