@@ -139,3 +139,21 @@ gpu_test!(
     gpu_forward_matches_cpu_reference_on_synthetic_models,
     gpu_forward_matches_cpu_reference
 );
+
+/// `Numerics::LlamaCpp` (used to tell llama.cpp's rounding from bugs) rounds, but only a little.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn llama_cpp_numerics_round_slightly() {
+    use fuselm::model::cpu_reference::Numerics;
+    let bytes = synthetic_llama(&SyntheticSpec::default());
+    let gguf = Gguf::parse(&bytes).expect("synthetic GGUF parses");
+    let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
+    let prompt: Vec<u32> = b"rounding".iter().map(|&b| u32::from(b)).collect();
+    let exact = cpu.forward(&prompt).expect("exact");
+    cpu.reset();
+    cpu.numerics = Numerics::LlamaCpp;
+    let rounded = cpu.forward(&prompt).expect("rounded");
+    let (diff, scale) = max_abs_diff(&rounded, &exact);
+    assert!(diff > 0.0, "emulated rounding changed nothing");
+    assert!(diff < 0.05 * scale, "emulated rounding moved logits by {diff} (scale {scale})");
+}
