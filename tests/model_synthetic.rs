@@ -155,5 +155,8 @@ fn llama_cpp_numerics_round_slightly() {
     let rounded = cpu.forward(&prompt).expect("rounded");
     let (diff, scale) = max_abs_diff(&rounded, &exact);
     assert!(diff > 0.0, "emulated rounding changed nothing");
-    assert!(diff < 0.05 * scale, "emulated rounding moved logits by {diff} (scale {scale})");
+    assert!(
+        diff < 0.05 * scale,
+        "emulated rounding moved logits by {diff} (scale {scale})"
+    );
 }
