@@ -103,6 +103,7 @@ fn smollm2_on_gpu_matches_cpu_reference_and_llama_cpp() {
         let options = LoadOptions {
             n_ctx: Some(256),
             max_batch: Some(128),
+            kv_f16: Some(false),
         };
         let mut gpu = GpuModel::load_parsed(ctx, &gguf, &bytes, &options)
             .await

@@ -84,6 +84,7 @@ async fn gpu_forward_matches_cpu_reference() {
         let options = LoadOptions {
             n_ctx: Some(64),
             max_batch: Some(8),
+            kv_f16: Some(false),
         };
         let mut gpu = GpuModel::load(ctx, &bytes, &options)
             .await
@@ -160,3 +161,54 @@ fn llama_cpp_numerics_round_slightly() {
         "emulated rounding moved logits by {diff} (scale {scale})"
     );
 }
+
+/// The f16 KV cache (opt-in, needs shader-f16): close to the f32 CPU reference, within f16
+/// rounding of K and V. Skipped where the adapter has no shader-f16 (SwiftShader).
+async fn f16_kv_cache_is_close_to_reference() {
+    let ctx = GpuContext::new().await.expect("gpu");
+    if !ctx.has(wgpu::Features::SHADER_F16) {
+        eprintln!("skip: adapter has no shader-f16");
+        let bytes = synthetic_llama(&SyntheticSpec::default());
+        let options = LoadOptions {
+            kv_f16: Some(true),
+            ..LoadOptions::default()
+        };
+        let err = GpuModel::load(ctx, &bytes, &options)
+            .await
+            .err()
+            .expect("f16 KV refused");
+        assert_eq!(
+            err.kind(),
+            fuselm::error::ErrorKind::InvalidArgument,
+            "{err}"
+        );
+        return;
+    }
+    let prompt: Vec<u32> = b"half precision cache"
+        .iter()
+        .map(|&b| u32::from(b))
+        .collect();
+    let bytes = synthetic_llama(&SyntheticSpec::default());
+    let gguf = Gguf::parse(&bytes).expect("synthetic GGUF parses");
+    let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
+    let vocab = cpu.config.vocab_size as usize;
+    let want = cpu.forward(&prompt).expect("cpu forward");
+    let options = LoadOptions {
+        n_ctx: Some(64),
+        max_batch: Some(8),
+        kv_f16: Some(true),
+    };
+    let mut gpu = GpuModel::load(ctx, &bytes, &options)
+        .await
+        .expect("gpu model, f16 KV");
+    let got = gpu.next_logits(&prompt).await.expect("gpu logits");
+    let (diff, scale) = max_abs_diff(&got, &want[(prompt.len() - 1) * vocab..]);
+    assert!(
+        diff > 0.0 && diff <= 1e-2 * scale,
+        "f16 KV: logits differ by {diff} (scale {scale})"
+    );
+}
+gpu_test!(
+    f16_kv_cache_close_to_reference_or_refused,
+    f16_kv_cache_is_close_to_reference
+);

@@ -17,6 +17,7 @@ async fn load() -> TextModel {
     let options = LoadOptions {
         n_ctx: Some(N_CTX),
         max_batch: Some(16),
+        kv_f16: None,
     };
     TextModel::load(ctx, &bytes, &options)
         .await

@@ -4,7 +4,7 @@
 use crate::error::{FuselmError, Result};
 use crate::gguf::ModelConfig;
 use crate::gpu::GpuContext;
-use crate::kernels::DecodeState;
+use crate::kernels::{DecodeState, KvFormat};
 
 pub struct Activations {
     pub n_ctx: u32,
@@ -27,13 +27,17 @@ pub struct Activations {
     pub logits: wgpu::Buffer, // [vocab]
     /// `[max_batch, vocab]`, only for teacher forcing / evaluation.
     pub logits_all: Option<wgpu::Buffer>,
-    /// Per layer `[n_head_kv, n_ctx, head_dim]` f32.
+    /// Per layer `[n_head_kv, n_ctx, head_dim]` in the model's KV format (f32 or f16).
     pub k_cache: Vec<wgpu::Buffer>,
     pub v_cache: Vec<wgpu::Buffer>,
 }
 
 fn f32s(ctx: &GpuContext, label: &str, len: u64) -> Result<wgpu::Buffer> {
-    let bytes = len.max(1) * 4;
+    storage(ctx, label, len * 4)
+}
+
+fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> Result<wgpu::Buffer> {
+    let bytes = bytes.max(4).div_ceil(4) * 4;
     let limits = ctx.device.limits();
     let cap = limits
         .max_storage_buffer_binding_size
@@ -61,6 +65,7 @@ impl Activations {
         c: &ModelConfig,
         n_ctx: u32,
         max_batch: u32,
+        kv: KvFormat,
         all_logits: bool,
     ) -> Result<Self> {
         let b = u64::from(max_batch);
@@ -69,12 +74,12 @@ impl Activations {
         let kv_dim = u64::from(c.n_head_kv) * u64::from(c.head_dim);
         let ff = u64::from(c.n_ff);
         let vocab = u64::from(c.vocab_size);
-        let cache = kv_dim * u64::from(n_ctx);
+        let cache_bytes = kv_dim * u64::from(n_ctx) * kv.bytes();
         let mut k_cache = Vec::new();
         let mut v_cache = Vec::new();
         for i in 0..c.n_layers {
-            k_cache.push(f32s(ctx, &format!("k_cache.{i}"), cache)?);
-            v_cache.push(f32s(ctx, &format!("v_cache.{i}"), cache)?);
+            k_cache.push(storage(ctx, &format!("k_cache.{i}"), cache_bytes)?);
+            v_cache.push(storage(ctx, &format!("v_cache.{i}"), cache_bytes)?);
         }
         let tokens = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tokens"),

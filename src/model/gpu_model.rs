@@ -13,7 +13,7 @@ use crate::clock::now_seconds;
 use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
 use crate::gpu::{read_buffer, GpuContext};
-use crate::kernels::DecodeState;
+use crate::kernels::{DecodeState, KvFormat};
 use serde::{Deserialize, Serialize};
 
 /// How to size a loaded model's buffers.
@@ -29,6 +29,13 @@ pub struct LoadOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub max_batch: Option<u32>,
+    /// Keep the KV cache in f16 (half the memory and attention bandwidth; rounds K and V to
+    /// f16, as llama.cpp does by default). Needs the adapter's `shader-f16` feature (see
+    /// `probe().features.shaderF16`); without it loading fails with "invalid-argument".
+    /// Default: false (f32, exact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub kv_f16: Option<bool>,
 }
 
 /// Why a generation ended.
@@ -67,6 +74,7 @@ pub struct GpuModel {
     weights: ModelWeights,
     kernels: Kernels,
     acts: Activations,
+    kv: KvFormat,
     prefill: Step,
     decode: Step,
     all_logits: Option<Step>,
@@ -94,9 +102,14 @@ impl GpuModel {
             .max_batch
             .unwrap_or(DEFAULT_MAX_BATCH)
             .clamp(1, n_ctx);
+        let kv = if options.kv_f16.unwrap_or(false) {
+            KvFormat::F16
+        } else {
+            KvFormat::F32
+        };
         let weights = ModelWeights::upload(&ctx, gguf, file, &config)?;
-        let kernels = Kernels::new(&ctx, &weights).await?;
-        let acts = Activations::new(&ctx, &config, n_ctx, max_batch, false)?;
+        let kernels = Kernels::new(&ctx, &weights, kv).await?;
+        let acts = Activations::new(&ctx, &config, n_ctx, max_batch, kv, false)?;
         let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
         let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
         Ok(Self {
@@ -105,6 +118,7 @@ impl GpuModel {
             weights,
             kernels,
             acts,
+            kv,
             prefill,
             decode,
             all_logits: None,
@@ -308,6 +322,7 @@ impl GpuModel {
                 &self.config,
                 self.acts.n_ctx,
                 self.acts.max_batch,
+                self.kv,
                 true,
             )?;
             self.acts = acts;

@@ -32,7 +32,7 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    pub async fn new(ctx: &GpuContext, weights: &ModelWeights) -> Result<Self> {
+    pub async fn new(ctx: &GpuContext, weights: &ModelWeights, kv: KvFormat) -> Result<Self> {
         let mut formats = vec![weights.tok_embd.format, weights.head().format];
         for l in &weights.layers {
             for w in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
@@ -53,8 +53,8 @@ impl Kernels {
             matvec,
             matmul,
             rope: Rope::new(ctx).await?,
-            kv_store: KvStore::new(ctx, KvFormat::F32).await?,
-            attention: Attention::new(ctx, KvFormat::F32).await?,
+            kv_store: KvStore::new(ctx, kv).await?,
+            attention: Attention::new(ctx, kv).await?,
             swiglu: SwiGlu::new(ctx).await?,
             add: Add::new(ctx).await?,
             argmax: Argmax::new(ctx).await?,

@@ -26,6 +26,9 @@ pub struct GenerateArgs {
     /// KV-cache capacity in tokens (default: min(model context, 2048)).
     #[arg(long)]
     n_ctx: Option<u32>,
+    /// Keep the KV cache in f16 (needs the adapter's shader-f16).
+    #[arg(long)]
+    kv_f16: bool,
     /// Decode steps per GPU submission.
     #[arg(long)]
     steps_per_submit: Option<u32>,
@@ -46,6 +49,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     let load = LoadOptions {
         n_ctx: args.n_ctx,
         max_batch: None,
+        kv_f16: Some(args.kv_f16),
     };
     let mut model = TextModel::load(ctx, &bytes, &load).await?;
     let load_seconds = load_start.elapsed().as_secs_f64();
