@@ -33,6 +33,8 @@ export function serve(port = 0) {
         "content-type": types[extname(path)] ?? "application/octet-stream",
         "content-length": size,
         "cache-control": "no-store",
+        // The wasm-bindgen-test page runs on another origin and fetches the model from here.
+        "access-control-allow-origin": "*",
       });
       createReadStream(path).pipe(res);
     } catch {

@@ -1,8 +1,7 @@
 //! Chat template rendering with Hugging Face's conventions (the model's own template is
 //! checked byte for byte against jinja2 in `tokenizer_fixtures.rs`).
 
-// Reads files / uses serde_json, which the crate has on native targets only.
-#![cfg(not(target_arch = "wasm32"))]
+mod common;
 
 use fuselm::chat_template::{ChatMessage, ChatTemplate, TemplateError};
 
@@ -15,8 +14,7 @@ fn user(text: &str) -> Vec<ChatMessage> {
     vec![ChatMessage::new("user", text)]
 }
 
-#[test]
-fn chatml_with_default_system_and_generation_prompt() {
+fn check_chatml_with_default_system_and_generation_prompt() {
     let t = ChatTemplate::new(CHATML, "<s>", "</s>").unwrap();
     let sys = "<|im_start|>system\nBe brief.<|im_end|>\n";
     let turn = "<|im_start|>user\nHi<|im_end|>\n";
@@ -38,9 +36,12 @@ fn chatml_with_default_system_and_generation_prompt() {
     );
     assert_eq!(t.render(&[], false).unwrap(), "");
 }
+cross_test!(
+    chatml_with_default_system_and_generation_prompt,
+    check_chatml_with_default_system_and_generation_prompt
+);
 
-#[test]
-fn block_whitespace_is_trimmed_as_in_hugging_face() {
+fn check_block_whitespace_is_trimmed_as_in_hugging_face() {
     // trim_blocks + lstrip_blocks: block tags on their own lines leave no blank lines.
     let src = "{{ bos_token }}\n{% for m in messages %}\n    {% if m.role == 'user' %}\n[U] {{ m.content }}\n    {% else %}\n[A] {{ m.content }}{{ eos_token }}\n    {% endif %}\n{% endfor %}\n";
     let t = ChatTemplate::new(src, "<s>", "</s>").unwrap();
@@ -50,9 +51,12 @@ fn block_whitespace_is_trimmed_as_in_hugging_face() {
     ];
     assert_eq!(t.render(&msgs, false).unwrap(), "<s>\n[U] q\n[A] a</s>\n");
 }
+cross_test!(
+    block_whitespace_is_trimmed_as_in_hugging_face,
+    check_block_whitespace_is_trimmed_as_in_hugging_face
+);
 
-#[test]
-fn python_string_methods_and_loop_helpers() {
+fn check_python_string_methods_and_loop_helpers() {
     let src = "{% for m in messages %}{{ m['content'].strip().upper() }}{% if not loop.last %}|{% endif %}{% endfor %}\
 {% set parts = 'a,b'.split(',') %}{{ parts | length }}{{ messages[0].role.startswith('us') }}";
     let t = ChatTemplate::new(src, "", "").unwrap();
@@ -63,9 +67,12 @@ fn python_string_methods_and_loop_helpers() {
     // Booleans print the Python way, as in jinja2.
     assert_eq!(t.render(&msgs, false).unwrap(), "HI|YO2True");
 }
+cross_test!(
+    python_string_methods_and_loop_helpers,
+    check_python_string_methods_and_loop_helpers
+);
 
-#[test]
-fn raise_exception_is_a_typed_error() {
+fn check_raise_exception_is_a_typed_error() {
     let src = "{% for m in messages %}{% if m.role not in ['user', 'assistant'] %}\
 {{ raise_exception('Unsupported role: ' + m.role) }}{% endif %}{{ m.content }}{% endfor %}";
     let t = ChatTemplate::new(src, "", "").unwrap();
@@ -75,9 +82,12 @@ fn raise_exception_is_a_typed_error() {
         .unwrap_err();
     assert_eq!(err, TemplateError::Raised("Unsupported role: tool".into()));
 }
+cross_test!(
+    raise_exception_is_a_typed_error,
+    check_raise_exception_is_a_typed_error
+);
 
-#[test]
-fn broken_templates_are_errors_not_panics() {
+fn check_broken_templates_are_errors_not_panics() {
     assert!(matches!(
         ChatTemplate::new("{% for m in messages %}", "", ""),
         Err(TemplateError::Syntax(_))
@@ -95,10 +105,17 @@ fn broken_templates_are_errors_not_panics() {
     let t = ChatTemplate::new("{{ messages[5].content.strip() }}", "", "").unwrap();
     assert!(t.render(&user("x"), false).is_err());
 }
+cross_test!(
+    broken_templates_are_errors_not_panics,
+    check_broken_templates_are_errors_not_panics
+);
 
-#[test]
-fn messages_deserialize_from_json() {
+fn check_messages_deserialize_from_json() {
     let msgs: Vec<ChatMessage> =
         serde_json::from_str(r#"[{"role":"user","content":"hi"}]"#).unwrap();
     assert_eq!(msgs, user("hi"));
 }
+cross_test!(
+    messages_deserialize_from_json,
+    check_messages_deserialize_from_json
+);

@@ -1,7 +1,10 @@
 //! Regression corpus of broken GGUF files (tests/fixtures/gguf/broken/*.gguf), each named
 //! after what is broken, and the error variant each must produce.
 //!
-//! Regenerate the corpus with `GGUF_REGEN_BROKEN=1 cargo test --test gguf_broken`.
+//! Regenerate the corpus with `GGUF_REGEN_BROKEN=1 cargo test --test gguf_broken` (then run it
+//! again: the corpus is compiled in, so the browser checks the same bytes).
+
+mod common;
 
 use fuselm::gguf::{
     GgmlType, Gguf, GgufError, GgufStreamReader, GgufWriter, MetadataArray as A, MetadataValue as V,
@@ -254,32 +257,68 @@ fn variant(e: &GgufError) -> String {
         .to_string()
 }
 
-#[test]
-fn broken_corpus_yields_expected_errors() {
-    let dir = format!("{}/tests/fixtures/gguf/broken", env!("CARGO_MANIFEST_DIR"));
-    let regen = std::env::var_os("GGUF_REGEN_BROKEN").is_some();
-    if regen {
-        std::fs::create_dir_all(&dir).unwrap();
-    }
+/// The committed corpus, compiled in so that the browser checks the same bytes.
+macro_rules! committed {
+    ($($name:literal,)*) => {
+        &[$(($name, include_bytes!(concat!("fixtures/gguf/broken/", $name)))),*]
+    };
+}
+const COMMITTED: &[(&str, &[u8])] = committed![
+    "alignment_not_power_of_two.gguf",
+    "alignment_wrong_type.gguf",
+    "alignment_zero.gguf",
+    "array_count_past_end.gguf",
+    "bad_magic.gguf",
+    "byte_size_overflow.gguf",
+    "dims_product_overflow.gguf",
+    "duplicate_key.gguf",
+    "duplicate_tensor_name.gguf",
+    "five_dims.gguf",
+    "invalid_bool.gguf",
+    "invalid_utf8_key.gguf",
+    "key_length_past_end.gguf",
+    "kv_count_too_large.gguf",
+    "misaligned_tensor_offset.gguf",
+    "nested_array_bomb.gguf",
+    "overlapping_tensors.gguf",
+    "row_not_block_multiple.gguf",
+    "string_value_past_end.gguf",
+    "tensor_count_too_large.gguf",
+    "tensor_data_past_end.gguf",
+    "tensor_name_too_long.gguf",
+    "tensor_offset_overflow.gguf",
+    "tensor_offset_past_end.gguf",
+    "truncated_header.gguf",
+    "truncated_tensor_offset.gguf",
+    "unknown_tensor_type.gguf",
+    "unknown_value_type.gguf",
+    "version_1.gguf",
+    "version_big_endian.gguf",
+    "zero_dims.gguf",
+    "zero_length_dim.gguf",
+];
+
+fn check_broken_corpus_yields_expected_errors() {
     let cases = cases();
     let mut names: Vec<&str> = cases.iter().map(|c| c.0).collect();
+    let mut committed: Vec<&str> = COMMITTED.iter().map(|c| c.0).collect();
+    names.sort();
+    committed.sort();
+    // Every committed file has a recipe, and every recipe a committed file.
+    assert_eq!(committed, names, "COMMITTED must list exactly the recipes");
     for (name, bytes, expected) in &cases {
-        let path = format!("{dir}/{name}");
-        if regen {
-            std::fs::write(&path, bytes).unwrap();
-        }
-        let file = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let file = COMMITTED.iter().find(|c| c.0 == *name).unwrap().1;
         assert_eq!(
-            &file, bytes,
+            file, bytes,
             "{name}: committed file differs from its recipe"
         );
-        let err = Gguf::parse(&file).expect_err(name);
+        let err = Gguf::parse(file).expect_err(name);
         assert_eq!(variant(&err), *expected, "{name}: {err}");
         assert!(!err.to_string().is_empty());
         // The stream reader fails too: with the same error, or as truncated data where
         // only the whole-file parse knows the file length.
         let mut r = GgufStreamReader::new();
-        let stream_err = match r.push(&file) {
+        let stream_err = match r.push(file) {
             Err(e) => e,
             Ok(_) => r.finish().expect_err(name),
         };
@@ -289,18 +328,43 @@ fn broken_corpus_yields_expected_errors() {
             "{name}: stream gave {stream_err}"
         );
     }
-    // Every committed file is covered by a recipe.
+}
+cross_test!(
+    broken_corpus_yields_expected_errors,
+    check_broken_corpus_yields_expected_errors
+);
+
+/// Native only (it needs the filesystem): with `GGUF_REGEN_BROKEN` set, rewrites the corpus from
+/// the recipes; always checks that the directory holds exactly `COMMITTED`, each file as listed.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn broken_corpus_directory_is_committed() {
+    let dir = format!("{}/tests/fixtures/gguf/broken", env!("CARGO_MANIFEST_DIR"));
+    if std::env::var_os("GGUF_REGEN_BROKEN").is_some() {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes, _) in cases() {
+            std::fs::write(format!("{dir}/{name}"), bytes).unwrap();
+        }
+    }
     let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     on_disk.sort();
-    names.sort();
-    assert_eq!(on_disk, names);
+    let mut committed: Vec<&str> = COMMITTED.iter().map(|c| c.0).collect();
+    committed.sort();
+    assert_eq!(on_disk, committed, "add new corpus files to COMMITTED");
+    for (name, bytes) in COMMITTED {
+        let path = format!("{dir}/{name}");
+        let file = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(
+            file == *bytes,
+            "{name}: rebuild to recompile the regenerated corpus"
+        );
+    }
 }
 
-#[test]
-fn inspectable_unsupported_type_and_nested_arrays_within_cap() {
+fn check_inspectable_unsupported_type_and_nested_arrays_within_cap() {
     let mut w = GgufWriter::new();
     w.add_tensor_raw("q5k", &[256], 13, vec![0; 176]);
     let mut a = A::U8(vec![1]);
@@ -321,3 +385,7 @@ fn inspectable_unsupported_type_and_nested_arrays_within_cap() {
         Err(GgufError::ArrayTooDeep { .. })
     ));
 }
+cross_test!(
+    inspectable_unsupported_type_and_nested_arrays_within_cap,
+    check_inspectable_unsupported_type_and_nested_arrays_within_cap
+);

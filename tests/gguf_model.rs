@@ -1,5 +1,7 @@
 //! ModelConfig on synthetic llama/qwen2 files and the real model; writer round trips.
 
+mod common;
+
 use fuselm::gguf::{
     dequantize_tensor, layer_tensor, quantize_q4_0, quantize_q4_1, quantize_q8_0, GgmlType, Gguf,
     GgufError, GgufWriter, ModelConfig, RopeStyle, LAYER_TENSORS,
@@ -173,8 +175,7 @@ fn config(file: &[u8]) -> Result<ModelConfig, GgufError> {
     ModelConfig::from_gguf(&Gguf::parse(file)?)
 }
 
-#[test]
-fn synthetic_llama_config() {
+fn check_synthetic_llama_config() {
     let c = config(&synth(&llama(), |_| {})).unwrap();
     assert_eq!(
         (
@@ -203,9 +204,9 @@ fn synthetic_llama_config() {
     assert_eq!(names.len(), 1 + 2 * LAYER_TENSORS.len() + 1);
     assert_eq!(names[1], "blk.0.attn_norm.weight");
 }
+cross_test!(synthetic_llama_config, check_synthetic_llama_config);
 
-#[test]
-fn synthetic_qwen2_untied_with_scaling() {
+fn check_synthetic_qwen2_untied_with_scaling() {
     let spec = Spec {
         arch: "qwen2",
         tied: false,
@@ -227,9 +228,12 @@ fn synthetic_qwen2_untied_with_scaling() {
         ("yarn", 4.0, Some(64))
     );
 }
+cross_test!(
+    synthetic_qwen2_untied_with_scaling,
+    check_synthetic_qwen2_untied_with_scaling
+);
 
-#[test]
-fn config_errors_name_the_problem() {
+fn check_config_errors_name_the_problem() {
     let missing = |k: &str| GgufError::MissingKey { key: k.into() };
     // Missing key (written under a different name).
     let f = synth(
@@ -331,9 +335,12 @@ fn config_errors_name_the_problem() {
         Err(missing("general.architecture"))
     );
 }
+cross_test!(
+    config_errors_name_the_problem,
+    check_config_errors_name_the_problem
+);
 
-#[test]
-fn writer_round_trip_within_quantization_error() {
+fn check_writer_round_trip_within_quantization_error() {
     let file = synth(
         &Spec {
             tied: false,
@@ -371,17 +378,13 @@ fn writer_round_trip_within_quantization_error() {
         }
     }
 }
+cross_test!(
+    writer_round_trip_within_quantization_error,
+    check_writer_round_trip_within_quantization_error
+);
 
-#[test]
-fn real_smollm2_config() {
-    let path = format!(
-        "{}/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let Ok(file) = std::fs::read(&path) else {
-        eprintln!("skipping: {path} not present (run scripts/fetch-model)");
-        return;
-    };
+async fn check_real_smollm2_config() {
+    let file = common::default_model_bytes().await;
     let g = Gguf::parse(&file).unwrap();
     let c = ModelConfig::from_gguf(&g).unwrap();
     assert_eq!(
@@ -406,3 +409,4 @@ fn real_smollm2_config() {
     );
     assert!(c.tied_output && !c.qkv_bias);
 }
+cross_test!(async real_smollm2_config, check_real_smollm2_config);

@@ -9,6 +9,8 @@
 //! `cargo fuzz`; the first byte picks the stream chunk size exactly as in the fuzz target).
 //! This file holds a single test so the allocation counter sees only this work.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -158,14 +160,36 @@ fn exercise(bytes: &[u8], chunk: usize) {
     );
 }
 
-#[test]
-fn mutated_files_never_panic_or_overallocate() {
+/// tests/fixtures/gguf/fuzz_regressions/*, compiled in so that the browser replays them too.
+const FUZZ_REGRESSIONS: &[(&str, &[u8])] = &[(
+    "huge_alignment_stream_disagreed.bin",
+    include_bytes!("fixtures/gguf/fuzz_regressions/huge_alignment_stream_disagreed.bin"),
+)];
+
+/// Native only (it needs the filesystem): every file in the directory is in `FUZZ_REGRESSIONS`.
+#[cfg(not(target_arch = "wasm32"))]
+fn check_regressions_listed() {
     let dir = format!(
         "{}/tests/fixtures/gguf/fuzz_regressions",
         env!("CARGO_MANIFEST_DIR")
     );
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let data = std::fs::read(entry.unwrap().path()).unwrap();
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<&str> = FUZZ_REGRESSIONS.iter().map(|r| r.0).collect();
+    listed.sort();
+    assert_eq!(
+        on_disk, listed,
+        "add new fuzz regressions to FUZZ_REGRESSIONS"
+    );
+}
+
+fn check_mutated_files() {
+    #[cfg(not(target_arch = "wasm32"))]
+    check_regressions_listed();
+    for (_, data) in FUZZ_REGRESSIONS {
         if let Some((&c, bytes)) = data.split_first() {
             exercise(bytes, 1 + c as usize * 3);
         }
@@ -232,3 +256,7 @@ fn mutated_files_never_panic_or_overallocate() {
     }
     assert!(runs > 10_000, "only {runs} mutations ran");
 }
+cross_test!(
+    mutated_files_never_panic_or_overallocate,
+    check_mutated_files
+);

@@ -1,5 +1,7 @@
 //! Reader, metadata and stream-reader behaviour on writer-built files and the real model.
 
+mod common;
+
 use fuselm::gguf::{
     dequantize_tensor, quantize_q4_1, quantize_q8_0, GgmlType, Gguf, GgufError, GgufStreamReader,
     GgufWriter, MetadataArray as A, MetadataValue as V, StreamEvent,
@@ -62,8 +64,7 @@ fn sample_file(version: u32) -> Vec<u8> {
     w.to_bytes()
 }
 
-#[test]
-fn metadata_round_trips_every_type() {
+fn check_metadata_round_trips_every_type() {
     for version in [2, 3] {
         let g = Gguf::parse(&sample_file(version)).unwrap();
         assert_eq!(g.version, version);
@@ -78,9 +79,12 @@ fn metadata_round_trips_every_type() {
         }
     }
 }
+cross_test!(
+    metadata_round_trips_every_type,
+    check_metadata_round_trips_every_type
+);
 
-#[test]
-fn typed_getters() {
+fn check_typed_getters() {
     let g = Gguf::parse(&sample_file(3)).unwrap();
     let md = g.metadata();
     assert_eq!(md.get_u32("t.u8").unwrap(), 200);
@@ -125,9 +129,9 @@ fn typed_getters() {
     let msg = md.get_str("t.u32").unwrap_err().to_string();
     assert!(msg.contains("t.u32") && msg.contains("string"), "{msg}");
 }
+cross_test!(typed_getters, check_typed_getters);
 
-#[test]
-fn tensor_directory_and_data() {
+fn check_tensor_directory_and_data() {
     let file = sample_file(3);
     let g = Gguf::parse(&file).unwrap();
     assert_eq!(g.tensors().len(), 5);
@@ -172,9 +176,9 @@ fn tensor_directory_and_data() {
         Err(GgufError::TensorDataPastEnd { .. })
     ));
 }
+cross_test!(tensor_directory_and_data, check_tensor_directory_and_data);
 
-#[test]
-fn parse_header_needs_exactly_the_directory() {
+fn check_parse_header_needs_exactly_the_directory() {
     let file = sample_file(3);
     let g = Gguf::parse(&file).unwrap();
     for len in 0..g.header_len as usize {
@@ -195,6 +199,10 @@ fn parse_header_needs_exactly_the_directory() {
         Err(GgufError::Truncated { .. })
     ));
 }
+cross_test!(
+    parse_header_needs_exactly_the_directory,
+    check_parse_header_needs_exactly_the_directory
+);
 
 /// Feeds `file` in `chunk`-sized pieces; returns the header and tensors by directory index.
 type TensorBytes = Vec<Option<Vec<u8>>>;
@@ -245,15 +253,17 @@ fn assert_stream_matches_parse(file: &[u8], chunks: &[usize]) {
     }
 }
 
-#[test]
-fn stream_in_chunks_equals_parse() {
+fn check_stream_in_chunks_equals_parse() {
     let mut file = sample_file(3);
     file.extend_from_slice(&[0xAB; 10]); // trailing bytes are ignored by both
     assert_stream_matches_parse(&file, &[1, 2, 7, 64, 4096, file.len()]);
 }
+cross_test!(
+    stream_in_chunks_equals_parse,
+    check_stream_in_chunks_equals_parse
+);
 
-#[test]
-fn stream_emits_header_and_tensors_early_and_reports_truncation() {
+fn check_stream_emits_header_and_tensors_early_and_reports_truncation() {
     let file = sample_file(3);
     let g = Gguf::parse(&file).unwrap();
     let mut r = GgufStreamReader::new();
@@ -291,23 +301,14 @@ fn stream_emits_header_and_tensors_early_and_reports_truncation() {
     ));
     assert!(matches!(r.push(&file), Err(GgufError::BadMagic { .. })));
 }
+cross_test!(
+    stream_emits_header_and_tensors_early_and_reports_truncation,
+    check_stream_emits_header_and_tensors_early_and_reports_truncation
+);
 
-fn model_path(name: &str) -> Option<Vec<u8>> {
-    let path = format!("{}/models/{name}", env!("CARGO_MANIFEST_DIR"));
-    match std::fs::read(&path) {
-        Ok(b) => Some(b),
-        Err(_) => {
-            eprintln!("skipping: {path} not present (run scripts/fetch-model)");
-            None
-        }
-    }
-}
-
-#[test]
-fn real_smollm2_file() {
-    let Some(file) = model_path("SmolLM2-135M-Instruct.Q4_1.gguf") else {
-        return;
-    };
+/// The real SmolLM2 file, read natively and fetched in the browser (`common::default_model_bytes`).
+async fn check_real_smollm2_file() {
+    let file = common::default_model_bytes().await;
     let g = Gguf::parse(&file).unwrap();
     assert_eq!(
         (
@@ -348,9 +349,9 @@ fn real_smollm2_file() {
     }
     assert_stream_matches_parse(&file, &[4096, 1 << 20]);
 }
+cross_test!(async real_smollm2_file, check_real_smollm2_file);
 
-#[test]
-fn huge_alignment_is_not_header_size() {
+fn check_huge_alignment_is_not_header_size() {
     // Fuzz finding: a legal 2^30 alignment put data_offset past the stream's header limit,
     // so the stream rejected a file the whole-file parse accepted. Padding is never buffered.
     let file = GgufWriter::new().alignment(1 << 30).to_bytes();
@@ -375,3 +376,7 @@ fn huge_alignment_is_not_header_size() {
         Err(GgufError::Truncated { .. })
     ));
 }
+cross_test!(
+    huge_alignment_is_not_header_size,
+    check_huge_alignment_is_not_header_size
+);

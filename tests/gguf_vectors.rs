@@ -1,6 +1,7 @@
-#![cfg(not(target_arch = "wasm32"))]
 //! Dequantizers and quantizers against vectors produced by the independent `gguf` PyPI
 //! package (scripts/gguf-test-vectors.py), plus hand-built blocks with known values.
+
+mod common;
 
 use fuselm::gguf::{
     dequantize, dequantize_row_into, f16_to_f32, f32_to_f16, quantize_q4_0, quantize_q4_1,
@@ -8,10 +9,24 @@ use fuselm::gguf::{
 };
 use serde_json::Value;
 
+/// tests/fixtures/gguf/{name}, compiled in so that the browser runs the same vectors.
 fn fixture(name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/gguf/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap()
+    let text = match name {
+        "dequant_F32.json" => include_str!("fixtures/gguf/dequant_F32.json"),
+        "dequant_F16.json" => include_str!("fixtures/gguf/dequant_F16.json"),
+        "dequant_BF16.json" => include_str!("fixtures/gguf/dequant_BF16.json"),
+        "dequant_Q8_0.json" => include_str!("fixtures/gguf/dequant_Q8_0.json"),
+        "dequant_Q4_0.json" => include_str!("fixtures/gguf/dequant_Q4_0.json"),
+        "dequant_Q4_1.json" => include_str!("fixtures/gguf/dequant_Q4_1.json"),
+        "dequant_Q4_K.json" => include_str!("fixtures/gguf/dequant_Q4_K.json"),
+        "dequant_Q6_K.json" => include_str!("fixtures/gguf/dequant_Q6_K.json"),
+        "quant_Q8_0.json" => include_str!("fixtures/gguf/quant_Q8_0.json"),
+        "quant_Q4_0.json" => include_str!("fixtures/gguf/quant_Q4_0.json"),
+        "quant_Q4_1.json" => include_str!("fixtures/gguf/quant_Q4_1.json"),
+        "f32_to_f16.json" => include_str!("fixtures/gguf/f32_to_f16.json"),
+        _ => panic!("no fixture tests/fixtures/gguf/{name}"),
+    };
+    serde_json::from_str(text).unwrap()
 }
 
 fn hex(s: &str) -> Vec<u8> {
@@ -63,8 +78,7 @@ fn check_dequant(ty: GgmlType, max_rel: f32) {
     );
 }
 
-#[test]
-fn dequant_exact_types_match_gguf_py() {
+fn check_dequant_exact_types_match_gguf_py() {
     for ty in [
         GgmlType::F32,
         GgmlType::F16,
@@ -76,18 +90,24 @@ fn dequant_exact_types_match_gguf_py() {
         check_dequant(ty, 0.0);
     }
 }
+cross_test!(
+    dequant_exact_types_match_gguf_py,
+    check_dequant_exact_types_match_gguf_py
+);
 
-#[test]
-fn dequant_k_quants_match_gguf_py() {
+fn check_dequant_k_quants_match_gguf_py() {
     // Same f32 operation order as ggml, so these are in fact bit-exact; 1e-6 is the contract.
     check_dequant(GgmlType::Q4_K, 1e-6);
     check_dequant(GgmlType::Q6_K, 1e-6);
     check_dequant(GgmlType::Q4_K, 0.0);
     check_dequant(GgmlType::Q6_K, 0.0);
 }
+cross_test!(
+    dequant_k_quants_match_gguf_py,
+    check_dequant_k_quants_match_gguf_py
+);
 
-#[test]
-fn quantizers_match_ggml_reference() {
+fn check_quantizers_match_ggml_reference() {
     type Quantizer = fn(&[f32]) -> Vec<u8>;
     let cases: [(&str, Quantizer); 3] = [
         ("Q8_0", quantize_q8_0),
@@ -107,9 +127,12 @@ fn quantizers_match_ggml_reference() {
         );
     }
 }
+cross_test!(
+    quantizers_match_ggml_reference,
+    check_quantizers_match_ggml_reference
+);
 
-#[test]
-fn f32_to_f16_matches_numpy() {
+fn check_f32_to_f16_matches_numpy() {
     let v = fixture("f32_to_f16.json");
     let inputs = u32s(&v["input_f32_bits"]);
     let expected = u32s(&v["expected_f16_bits"]);
@@ -122,13 +145,13 @@ fn f32_to_f16_matches_numpy() {
         );
     }
 }
+cross_test!(f32_to_f16_matches_numpy, check_f32_to_f16_matches_numpy);
 
 fn f16(x: f32) -> [u8; 2] {
     f32_to_f16(x).to_le_bytes()
 }
 
-#[test]
-fn q4_0_every_nibble_pattern() {
+fn check_q4_0_every_nibble_pattern() {
     // d = 1: element j is (low nibble of byte j) - 8, element j+16 is (high nibble) - 8.
     for pattern in 0..=255u8 {
         let mut block = f16(1.0).to_vec();
@@ -141,9 +164,9 @@ fn q4_0_every_nibble_pattern() {
         }
     }
 }
+cross_test!(q4_0_every_nibble_pattern, check_q4_0_every_nibble_pattern);
 
-#[test]
-fn q4_1_and_q8_0_known_values() {
+fn check_q4_1_and_q8_0_known_values() {
     let mut block = [f16(0.5), f16(-2.0)].concat();
     block.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
     let y = dequantize(GgmlType::Q4_1, &block, 32).unwrap();
@@ -158,9 +181,9 @@ fn q4_1_and_q8_0_known_values() {
         assert_eq!(*v, ((j as i32 * 8) - 128) as f32 * 0.25);
     }
 }
+cross_test!(q4_1_and_q8_0_known_values, check_q4_1_and_q8_0_known_values);
 
-#[test]
-fn q4_k_known_scales() {
+fn check_q4_k_known_scales() {
     // d = 1, dmin = 1; sub-block s (0..8) gets scale s + 1 and min s, all nibbles = s % 16
     // (low nibbles belong to even sub-blocks, high nibbles to odd ones).
     let (sc, mn): (Vec<u8>, Vec<u8>) = (0..8u8)
@@ -190,9 +213,9 @@ fn q4_k_known_scales() {
         );
     }
 }
+cross_test!(q4_k_known_scales, check_q4_k_known_scales);
 
-#[test]
-fn q6_k_known_values() {
+fn check_q6_k_known_values() {
     // q = 6-bit value (i % 64) for element i, scales 1..=16, d = 0.5: x = 0.5 * sc * (q - 32).
     let mut ql = [0u8; 128];
     let mut qh = [0u8; 64];
@@ -219,9 +242,9 @@ fn q6_k_known_values() {
         assert_eq!(*v, 0.5 * sc * (f32::from(q(i)) - 32.0), "element {i}");
     }
 }
+cross_test!(q6_k_known_values, check_q6_k_known_values);
 
-#[test]
-fn dequant_size_errors() {
+fn check_dequant_size_errors() {
     assert!(matches!(
         dequantize(GgmlType::Q4_0, &[0; 18], 31),
         Err(GgufError::NotBlockMultiple { .. })
@@ -240,3 +263,4 @@ fn dequant_size_errors() {
     ));
     assert_eq!(f16_to_f32(0x3c00), 1.0);
 }
+cross_test!(dequant_size_errors, check_dequant_size_errors);

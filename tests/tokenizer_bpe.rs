@@ -2,6 +2,8 @@
 //! input, decode errors, streaming. (Exactness against llama.cpp on a real vocabulary
 //! is `tokenizer_fixtures.rs`.)
 
+mod common;
+
 use fuselm::tokenizer::{StreamDecoder, TokenKind, Tokenizer, TokenizerError, VocabSpec};
 
 /// GPT-2's printable form of a byte.
@@ -48,8 +50,7 @@ fn tok() -> Tokenizer {
     Tokenizer::from_spec(spec()).unwrap()
 }
 
-#[test]
-fn merges_follow_ranks() {
+fn check_merges_follow_ranks() {
     let tok = tok();
     let world = tok.token_id("Ġworld").unwrap();
     assert_eq!(tok.encode(" world", false, false), vec![world]);
@@ -58,9 +59,9 @@ fn merges_follow_ranks() {
         vec![tok.token_id("aaaa").unwrap(), u32::from(b'a')]
     );
 }
+cross_test!(merges_follow_ranks, check_merges_follow_ranks);
 
-#[test]
-fn special_tokens_longest_first_and_only_when_asked() {
+fn check_special_tokens_longest_first_and_only_when_asked() {
     let tok = tok();
     let (start, end, end_x, tool) = (263, 264, 265, 266);
     assert_eq!(tok.encode("<|im_start|>", false, true), vec![start]);
@@ -82,9 +83,12 @@ fn special_tokens_longest_first_and_only_when_asked() {
     );
     assert!(tok.is_eog(end)); // by its text, as llama.cpp
 }
+cross_test!(
+    special_tokens_longest_first_and_only_when_asked,
+    check_special_tokens_longest_first_and_only_when_asked
+);
 
-#[test]
-fn bos_eos_follow_metadata() {
+fn check_bos_eos_follow_metadata() {
     let mut spec = spec();
     assert_eq!(tok().encode("a", true, false), vec![u32::from(b'a')]); // gpt2: add_bos defaults off
     spec.add_bos = Some(true);
@@ -98,9 +102,9 @@ fn bos_eos_follow_metadata() {
     spec.bos = Some(1_000_000); // out of range, falls back to llama.cpp's default 11
     assert_eq!(Tokenizer::from_spec(spec).unwrap().bos(), Some(11));
 }
+cross_test!(bos_eos_follow_metadata, check_bos_eos_follow_metadata);
 
-#[test]
-fn round_trips_any_text() {
+fn check_round_trips_any_text() {
     let tok = tok();
     for text in [
         "",
@@ -116,9 +120,9 @@ fn round_trips_any_text() {
     }
     assert!(tok.encode("", true, true).is_empty());
 }
+cross_test!(round_trips_any_text, check_round_trips_any_text);
 
-#[test]
-fn long_input() {
+fn check_long_input() {
     let tok = tok();
     let long = "a".repeat(200_000);
     let ids = tok.encode(&long, false, false);
@@ -129,9 +133,9 @@ fn long_input() {
         mixed
     );
 }
+cross_test!(long_input, check_long_input);
 
-#[test]
-fn decode_errors_are_typed() {
+fn check_decode_errors_are_typed() {
     let tok = tok();
     assert_eq!(
         tok.decode(&[u32::from(b'a'), 9_999], true),
@@ -154,9 +158,9 @@ fn decode_errors_are_typed() {
     assert_eq!(tok.decode_lossy(&ids, true), "a\u{FFFD}");
     assert_eq!(tok.decode_bytes(&ids, true).unwrap(), vec![b'a', 0x80]);
 }
+cross_test!(decode_errors_are_typed, check_decode_errors_are_typed);
 
-#[test]
-fn stream_decoder_waits_for_whole_characters() {
+fn check_stream_decoder_waits_for_whole_characters() {
     let tok = tok();
     let ids = tok.encode("🚀é!", false, false); // all byte tokens here
     assert_eq!(ids.len(), 7);
@@ -185,9 +189,12 @@ fn stream_decoder_waits_for_whole_characters() {
         Some("<|im_end|>")
     );
 }
+cross_test!(
+    stream_decoder_waits_for_whole_characters,
+    check_stream_decoder_waits_for_whole_characters
+);
 
-#[test]
-fn bad_specs_are_errors_not_panics() {
+fn check_bad_specs_are_errors_not_panics() {
     let err = |f: fn(&mut VocabSpec)| {
         let mut s = spec();
         f(&mut s);
@@ -234,3 +241,7 @@ fn bad_specs_are_errors_not_panics() {
         "x y z a"
     );
 }
+cross_test!(
+    bad_specs_are_errors_not_panics,
+    check_bad_specs_are_errors_not_panics
+);

@@ -1,30 +1,22 @@
 //! Exactness against llama.cpp: `shared/fixtures/smollm2/{tokenize,chat_template}.jsonl`
-//! were produced by llama.cpp and jinja2 from SmolLM2-135M-Instruct.
+//! were produced by llama.cpp and jinja2 from SmolLM2-135M-Instruct (copied verbatim into
+//! tests/fixtures/llama.cpp/smollm2, checked by `fixtures_unedited.rs`, and compiled in so the
+//! same tests run in the browser).
 //!
-//! The vocabulary comes from the model file (not committed): `common::default_model()` runs
-//! `scripts/fetch-model` when it is missing, so these tests never skip.
-
-// Reads files / uses serde_json, which the crate has on native targets only.
-#![cfg(not(target_arch = "wasm32"))]
+//! The vocabulary comes from the model file (not committed): natively `common::default_model()`
+//! runs `scripts/fetch-model` when it is missing; in the browser it is fetched from
+//! `FUSELM_TEST_ASSETS` (see `common::default_model_bytes`). These tests never skip.
 
 mod common;
-
-use std::path::PathBuf;
 
 use fuselm::chat_template::{ChatMessage, ChatTemplate};
 use fuselm::tokenizer::{StreamDecoder, Tokenizer};
 use serde_json::Value;
 
-fn fixtures_dir() -> PathBuf {
-    match std::env::var_os("FUSELM_FIXTURES_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llama.cpp/smollm2"),
-    }
-}
+const TOKENIZE_JSONL: &str = include_str!("fixtures/llama.cpp/smollm2/tokenize.jsonl");
+const CHAT_TEMPLATE_JSONL: &str = include_str!("fixtures/llama.cpp/smollm2/chat_template.jsonl");
 
-fn read_jsonl(name: &str) -> Vec<Value> {
-    let path = fixtures_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+fn read_jsonl(text: &str) -> Vec<Value> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
@@ -41,7 +33,7 @@ fn ids(v: &Value) -> Vec<u32> {
 
 /// Every `tokenize.jsonl` case: exact ids, lossless decode, streaming decode.
 pub fn check_fixtures(tok: &Tokenizer) {
-    let cases = read_jsonl("tokenize.jsonl");
+    let cases = read_jsonl(TOKENIZE_JSONL);
     assert!(!cases.is_empty());
     for case in &cases {
         let text = case["text"].as_str().unwrap();
@@ -61,7 +53,7 @@ pub fn check_chat_template_fixtures(tok: &Tokenizer) {
         .chat_template()
         .expect("the vocabulary has a chat template");
     let template = ChatTemplate::new(source, tok.bos_text(), tok.eos_text()).unwrap();
-    for case in read_jsonl("chat_template.jsonl") {
+    for case in read_jsonl(CHAT_TEMPLATE_JSONL) {
         let messages: Vec<ChatMessage> = serde_json::from_value(case["messages"].clone()).unwrap();
         let add_gen = case["add_generation_prompt"].as_bool().unwrap();
         let rendered = template.render(&messages, add_gen).unwrap();
@@ -70,16 +62,15 @@ pub fn check_chat_template_fixtures(tok: &Tokenizer) {
     }
 }
 
-/// SmolLM2's tokenizer, built from the real GGUF file (fetched by `scripts/fetch-model`).
-fn smollm2() -> Tokenizer {
-    let bytes = std::fs::read(common::default_model()).expect("read the default model");
+/// SmolLM2's tokenizer, built from the real GGUF file.
+async fn smollm2() -> Tokenizer {
+    let bytes = common::default_model_bytes().await;
     let gguf = fuselm::gguf::Gguf::parse(&bytes).expect("parse the default model");
     fuselm::model::tokenizer_from_gguf(&gguf).expect("tokenizer from GGUF metadata")
 }
 
-#[test]
-fn smollm2_tokenize_fixtures() {
-    let tok = smollm2();
+async fn smollm2_tokenize() {
+    let tok = smollm2().await;
     let s = tok.summary();
     assert_eq!(
         (s.model.as_str(), s.pre.as_deref(), s.vocab_size),
@@ -89,8 +80,9 @@ fn smollm2_tokenize_fixtures() {
     assert!(tok.is_eog(2) && tok.is_eog(0) && !tok.is_eog(1));
     check_fixtures(&tok);
 }
+cross_test!(async smollm2_tokenize_fixtures, smollm2_tokenize);
 
-#[test]
-fn smollm2_chat_template_fixtures() {
-    check_chat_template_fixtures(&smollm2());
+async fn smollm2_chat_template() {
+    check_chat_template_fixtures(&smollm2().await);
 }
+cross_test!(async smollm2_chat_template_fixtures, smollm2_chat_template);

@@ -1,6 +1,8 @@
 //! The SentencePiece-style ("llama") model on a small hand-built vocabulary: score
 //! priority, byte fallback, the `▁` space prefix, special tokens, decode round trips.
 
+mod common;
+
 use fuselm::tokenizer::{Tokenizer, TokenizerError, VocabSpec};
 
 /// `<unk> <s> </s>`, the 256 byte tokens, then `pieces` (text, score) as normal tokens.
@@ -52,8 +54,7 @@ const HELLO_WORLD: &[(&str, f32)] = &[
     ("▁world", -0.7),
 ];
 
-#[test]
-fn merges_whole_words_with_bos_and_space_prefix() {
+fn check_merges_whole_words_with_bos_and_space_prefix() {
     let tok = Tokenizer::from_spec(spm(HELLO_WORLD)).unwrap();
     assert!(tok.add_bos()); // llama default
     let ids = tok.encode("hello world", true, false);
@@ -65,9 +66,12 @@ fn merges_whole_words_with_bos_and_space_prefix() {
     assert_eq!(tok.encode("", true, false), vec![1]);
     assert_eq!(tok.encode("", false, false), Vec::<u32>::new());
 }
+cross_test!(
+    merges_whole_words_with_bos_and_space_prefix,
+    check_merges_whole_words_with_bos_and_space_prefix
+);
 
-#[test]
-fn highest_score_merges_first_and_ties_go_left() {
+fn check_highest_score_merges_first_and_ties_go_left() {
     let base = [("a", -9.0), ("b", -9.0), ("c", -9.0), ("▁", -9.0)];
     let with = |ab: f32, bc: f32| {
         let mut pieces = base.to_vec();
@@ -92,9 +96,12 @@ fn highest_score_merges_first_and_ties_go_left() {
         vec![id(&tok, "ab"), id(&tok, "c")]
     );
 }
+cross_test!(
+    highest_score_merges_first_and_ties_go_left,
+    check_highest_score_merges_first_and_ties_go_left
+);
 
-#[test]
-fn unknown_characters_fall_back_to_bytes() {
+fn check_unknown_characters_fall_back_to_bytes() {
     let tok = Tokenizer::from_spec(spm(HELLO_WORLD)).unwrap();
     // 'é' is C3 A9 and '🚀' F0 9F 9A 80; neither is a piece.
     let ids = tok.encode("hello é🚀", false, false);
@@ -117,9 +124,12 @@ fn unknown_characters_fall_back_to_bytes() {
         "hello é\u{FFFD}"
     );
 }
+cross_test!(
+    unknown_characters_fall_back_to_bytes,
+    check_unknown_characters_fall_back_to_bytes
+);
 
-#[test]
-fn special_tokens_split_text_and_restart_the_space_prefix() {
+fn check_special_tokens_split_text_and_restart_the_space_prefix() {
     let tok = Tokenizer::from_spec(spm(HELLO_WORLD)).unwrap();
     let ids = tok.encode("hello</s>world", false, true);
     assert_eq!(ids, vec![id(&tok, "▁hello"), 2, id(&tok, "▁world")]);
@@ -127,9 +137,12 @@ fn special_tokens_split_text_and_restart_the_space_prefix() {
     // Without parse_special the control token is just text (bytes here).
     assert!(!tok.encode("hello</s>world", false, false).contains(&2));
 }
+cross_test!(
+    special_tokens_split_text_and_restart_the_space_prefix,
+    check_special_tokens_split_text_and_restart_the_space_prefix
+);
 
-#[test]
-fn metadata_overrides_defaults() {
+fn check_metadata_overrides_defaults() {
     let mut spec = spm(HELLO_WORLD);
     spec.add_bos = Some(false);
     spec.add_eos = Some(true);
@@ -141,9 +154,12 @@ fn metadata_overrides_defaults() {
     assert!(tok.is_eog(2));
     assert_eq!(tok.decode(&ids, false).unwrap(), "hello");
 }
+cross_test!(
+    metadata_overrides_defaults,
+    check_metadata_overrides_defaults
+);
 
-#[test]
-fn vocabulary_without_byte_tokens_uses_unk() {
+fn check_vocabulary_without_byte_tokens_uses_unk() {
     let spec = VocabSpec {
         model: "llama".into(),
         tokens: vec![
@@ -161,3 +177,7 @@ fn vocabulary_without_byte_tokens_uses_unk() {
     assert_eq!(tok.decode(&[3, 4, 0], false).unwrap(), "a");
     assert_eq!(tok.decode(&[3, 4, 0], true).unwrap(), "a<unk>");
 }
+cross_test!(
+    vocabulary_without_byte_tokens_uses_unk,
+    check_vocabulary_without_byte_tokens_uses_unk
+);
