@@ -16,12 +16,13 @@ echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  /root/fu
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 ./target/release/fuselm probe >/dev/null 2>&1 || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 M=/root/fuselm-model/model.gguf
+RUNS=$(mktemp -d)
 i=0
 while IFS= read -r prompt; do
   chat=$( [ "$i" -ge 3 ] && echo --chat || true )
   for steps in 1 16 64; do
     ./target/release/fuselm generate --model $M --prompt "$prompt" $chat --max-tokens 128 \
-      --steps-per-submit $steps --json > "$OUT/gen-$i-$steps.json"
+      --steps-per-submit $steps --json > "$RUNS/gen-$i-$steps.json"
   done
   i=$((i + 1))
 done <<'PROMPTS'
@@ -31,12 +32,12 @@ def add(a, b):
 What is the boiling point of water?
 Write a haiku about graphics cards.
 PROMPTS
-python3 - "$OUT" "${FUSELM_COMMIT:-unknown}" <<'PY'
+python3 - "$RUNS" "$OUT" "${FUSELM_COMMIT:-unknown}" <<'PY'
 import json, os, sys, glob, datetime, subprocess
-out, commit = sys.argv[1:3]
+runs_dir, out, commit = sys.argv[1:4]
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
 runs = []
-for p in sorted(glob.glob(os.path.join(out, "gen-*.json"))):
+for p in sorted(glob.glob(os.path.join(runs_dir, "gen-*.json"))):
     d = json.load(open(p)); t = d["timings"]["generate"]
     steps = int(p.rsplit("-", 1)[1].split(".")[0])
     runs.append({"prompt": d["prompt"], "chat": d["chat"], "stepsPerSubmit": steps, "promptTokens": len(d["promptIds"]),
