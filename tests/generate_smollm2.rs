@@ -10,7 +10,10 @@
 //!    |Δlogit| 0.15, max 0.57 over the top-5 logits of the first four steps. A llama.cpp top-2
 //!    margin below `LLAMA_CPP_NOISE` can therefore flip under exact arithmetic, and sequences are
 //!    compared only up to the first such position. The issue's stricter 0.1 rule is computed and
-//!    printed too (see the closing note of issue 4 for the figures).
+//!    printed too. For scale: llama.cpp 0.3.36 itself, rebuilt on our x86-64 test machine
+//!    (`scripts/llama-cpp-crosscheck.py`, bench/results/llama-cpp-crosscheck-2026-11-22.json),
+//!    differs from these fixtures by mean 0.106 / max 0.586 on the same logits, agrees at
+//!    304/306 teacher-forced positions and meets the 0.1 greedy rule on only 3 of 5 prompts.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
