@@ -107,11 +107,23 @@ impl GpuModel {
         } else {
             KvFormat::F32
         };
+        // Out-of-memory and validation errors while uploading and binding become a typed error
+        // (natively wgpu would otherwise panic; browsers would only log them).
+        let oom = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let invalid = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let weights = ModelWeights::upload(&ctx, gguf, file, &config)?;
         let kernels = Kernels::new(&ctx, &weights, kv).await?;
         let acts = Activations::new(&ctx, &config, n_ctx, max_batch, kv, false)?;
         let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
         let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
+        if let Some(e) = invalid.pop().await {
+            return Err(FuselmError::Gpu(format!("loading the model: {e}")));
+        }
+        if let Some(e) = oom.pop().await {
+            return Err(FuselmError::Gpu(format!(
+                "loading the model: the GPU ran out of memory ({e}); try a smaller nCtx or model"
+            )));
+        }
         Ok(Self {
             ctx,
             config,
