@@ -276,31 +276,6 @@ impl GpuModel {
         Ok(out)
     }
 
-    /// Host-clock seconds per kernel role for one step over `tokens` (each call in its own
-    /// submission, so the numbers include a round trip each: use them to rank, not to add up).
-    pub async fn profile_step(
-        &mut self,
-        tokens: &[u32],
-        decode: bool,
-    ) -> Result<Vec<(&'static str, f64)>> {
-        self.check_tokens(tokens, 1)?;
-        self.prefill_all_but_last(tokens)?;
-        let n = if decode { 1 } else { tokens.len() as u32 };
-        let step = if decode { &self.decode } else { &self.prefill };
-        let mut totals: Vec<(&'static str, f64)> = Vec::new();
-        for (name, record) in step.calls() {
-            let start = now_seconds();
-            self.submit(|pass| record(pass, n))?;
-            crate::gpu::wait_idle(&self.ctx.device, &self.ctx.queue).await?;
-            let dt = now_seconds() - start;
-            match totals.iter_mut().find(|(k, _)| *k == name) {
-                Some((_, t)) => *t += dt,
-                None => totals.push((name, dt)),
-            }
-        }
-        Ok(totals)
-    }
-
     /// The logits that follow `tokens` (a fresh context): `[vocab]`.
     pub async fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         self.check_tokens(tokens, 0)?;

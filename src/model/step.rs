@@ -112,9 +112,6 @@ enum Head {
     AllLogits { norm: RmsNormCall, head: MatMulCall },
 }
 
-/// Records one named part of a step for `n_tokens` tokens.
-pub type Recorder<'a> = Box<dyn Fn(&mut wgpu::ComputePass<'_>, u32) -> Result<()> + 'a>;
-
 /// A bound forward step for batches of up to `max_tokens` tokens.
 pub struct Step {
     embed: EmbedCall,
@@ -356,60 +353,6 @@ impl Step {
             l.ffn_residual.record(pass, n_tokens)?;
         }
         Ok(())
-    }
-
-    /// Every call of the step with a name, in recording order (for per-kernel profiling).
-    pub fn calls(&self) -> Vec<(&'static str, Recorder<'_>)> {
-        let mut out: Vec<(&'static str, Recorder<'_>)> = Vec::new();
-        out.push(("embed", Box::new(|p, n| self.embed.record(p, n))));
-        for l in &self.layers {
-            out.push(("rms_norm", Box::new(|p, n| l.attn_norm.record(p, n))));
-            out.push((
-                "proj_qkv",
-                Box::new(|p, n| {
-                    l.q.record(p, n)?;
-                    l.k.record(p, n)?;
-                    l.v.record(p, n)
-                }),
-            ));
-            out.push(("rope", Box::new(|p, n| l.rope.record(p, n))));
-            out.push(("kv_store", Box::new(|p, n| l.kv_store.record(p, n))));
-            out.push(("attention", Box::new(|p, n| l.attention.record(p, n))));
-            out.push(("proj_o", Box::new(|p, n| l.o.record(p, n))));
-            out.push(("add", Box::new(|p, n| l.attn_residual.record(p, n))));
-            out.push(("rms_norm", Box::new(|p, n| l.ffn_norm.record(p, n))));
-            out.push((
-                "proj_gate_up",
-                Box::new(|p, n| {
-                    l.gate.record(p, n)?;
-                    l.up.record(p, n)
-                }),
-            ));
-            out.push(("swiglu", Box::new(|p, n| l.swiglu.record(p, n))));
-            out.push(("proj_down", Box::new(|p, n| l.down.record(p, n))));
-            out.push(("add", Box::new(|p, n| l.ffn_residual.record(p, n))));
-        }
-        if let Head::NextToken {
-            norm, head, argmax, ..
-        } = &self.head
-        {
-            out.push(("rms_norm", Box::new(|p, n| norm.record(p, n))));
-            out.push((
-                "output_head",
-                Box::new(|p, _| {
-                    head.record(p);
-                    Ok(())
-                }),
-            ));
-            out.push((
-                "argmax",
-                Box::new(|p, _| {
-                    argmax.record(p);
-                    Ok(())
-                }),
-            ));
-        }
-        out
     }
 
     /// Records the whole step: layers, then the head (next token, or every token's logits).
