@@ -8,7 +8,7 @@
 struct State {
     pos: u32,      // position of the first token of this step = tokens already in the KV cache
     n_tokens: u32, // tokens in this step: the prompt length for prefill, 1 for decode
-    _pad0: u32,
+    done: u32,     // 1 once a stop token was chosen: every fused kernel then returns at once
     _pad1: u32,
 }
 

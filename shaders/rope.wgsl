@@ -6,11 +6,8 @@
 // One invocation per (token, head, pair) over Q's and K's heads together, so both are rotated
 // by one dispatch. pos = state.pos + t comes from the GPU state.
 //
-// Precision is made independent of the GPU: theta is computed exactly as ggml does in f32
-// (start from pos, multiply by theta_scale = freq_base^(-2/n_rot), computed on the CPU, once
-// per pair), so it is bit-identical to llama.cpp's; and sin/cos are our own polynomials after
-// a two-part reduction by pi/2, because WGSL only bounds builtin sin/cos to 2^-11 absolute
-// error on [-pi, pi] (SwiftShader's are ~3e-5 off) and theta reaches thousands of radians.
+// Precision is made independent of the GPU (rope_math.wgsl): theta is computed exactly as ggml
+// does in f32, and sin/cos are our own polynomials.
 
 struct Params {
     n_head: u32,
@@ -29,25 +26,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> k: array<f32>; // [n_tokens, n_head_kv, head_dim]
 
 const WG: u32 = 64u;
-const TWO_OVER_PI: f32 = 0.63661977236758134;
-const PI_2_HI: f32 = 1.5703125; // 201/128: n * PI_2_HI is exact for |n| < 2^16
-const PI_2_LO: f32 = 4.8382679489661923e-4;
-
-// (sin x, cos x) to ~1e-7 absolute for |x| < 1e5: reduce to r in [-pi/4, pi/4] and quadrant.
-fn sincos(x: f32) -> vec2<f32> {
-    let n = round(x * TWO_OVER_PI);
-    let r = (x - n * PI_2_HI) - n * PI_2_LO;
-    let r2 = r * r;
-    let s = r * (1.0 + r2 * (-1.0 / 6.0 + r2 * (1.0 / 120.0 + r2 * (-1.0 / 5040.0 + r2 * (1.0 / 362880.0)))));
-    let c = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24.0 + r2 * (-1.0 / 720.0 + r2 * (1.0 / 40320.0 + r2 * (-1.0 / 3628800.0)))));
-    switch u32(i32(n) & 3) {
-        case 0u: { return vec2<f32>(s, c); }
-        case 1u: { return vec2<f32>(c, -s); }
-        case 2u: { return vec2<f32>(-s, -c); }
-        default: { return vec2<f32>(-c, s); }
-    }
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -63,11 +41,7 @@ fn main(
     }
     let h = (g % per_token) / half;
     let i = g % half;
-    var theta = f32(state.pos + t);
-    for (var j = 0u; j < i; j++) {
-        theta *= p.theta_scale; // ggml's order of roundings
-    }
-    let sc = sincos(theta);
+    let sc = sincos(rope_theta(state.pos + t, i, p.theta_scale));
     let s = sc.x;
     let c = sc.y;
     let i0 = select(2u * i, i, p.neox != 0u);

@@ -13,6 +13,7 @@ pub mod kernels;
 pub mod model;
 pub mod probe;
 pub mod reference;
+pub mod sampling;
 pub mod shaders;
 pub mod tokenizer;
 

@@ -10,7 +10,8 @@ mod common;
 use fuselm::gguf::{GgmlType, Gguf};
 use fuselm::gpu::GpuContext;
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
-use fuselm::model::{CpuReferenceModel, GpuModel, LoadOptions};
+use fuselm::model::{CpuReferenceModel, GenerationRequest, GpuModel, LoadOptions, Strategy};
+use fuselm::sampling::SamplingOptions;
 
 const REL_TOL: f32 = 1e-3;
 
@@ -124,14 +125,65 @@ async fn gpu_forward_matches_cpu_reference() {
             cpu_ids.push(id);
             logits = cpu.forward(&[id]).expect("cpu step");
         }
-        let r#gen = gpu
-            .generate(&prompt, 12, 5, &|_| false, &mut |_| true)
-            .await
-            .expect("gpu generate");
+        // Every strategy: greedy ids equal the CPU's (several chunk sizes for fused, so the
+        // GPU-side position/length bookkeeping crosses chunk boundaries), and seeded sampling
+        // gives the same ids on every strategy.
+        let greedy = SamplingOptions::default().resolve(&[]).expect("greedy");
+        for (strategy, chunk) in [
+            (Strategy::Unfused, 1),
+            (Strategy::Fused, 1),
+            (Strategy::Fused, 5),
+            (Strategy::Fused, 32),
+        ] {
+            let request = GenerationRequest {
+                prompt: &prompt,
+                max_tokens: 12,
+                strategy,
+                sampler: greedy,
+                chunk_tokens: chunk,
+            };
+            let r#gen = gpu
+                .generate(&request, &mut |_| true)
+                .await
+                .expect("gpu generate");
+            assert_eq!(r#gen.tokens.len(), 12, "{name}: {strategy:?} length");
+            assert_eq!(
+                r#gen.tokens[..cpu_ids.len()],
+                cpu_ids[..],
+                "{name}: {strategy:?}/{chunk} greedy ids"
+            );
+        }
+        let seeded = SamplingOptions {
+            temperature: Some(0.8),
+            top_k: Some(40),
+            top_p: Some(0.95),
+            min_p: Some(0.02),
+            repetition_penalty: Some(1.1),
+            frequency_penalty: Some(0.05),
+            presence_penalty: Some(0.1),
+            penalty_last_n: Some(16),
+            seed: Some(1234),
+        }
+        .resolve(&[])
+        .expect("sampling options");
+        let mut runs = Vec::new();
+        for (strategy, chunk) in [(Strategy::Unfused, 1), (Strategy::Fused, 7)] {
+            let request = GenerationRequest {
+                prompt: &prompt,
+                max_tokens: 16,
+                strategy,
+                sampler: seeded,
+                chunk_tokens: chunk,
+            };
+            let r#gen = gpu
+                .generate(&request, &mut |_| true)
+                .await
+                .expect("sampled");
+            runs.push(r#gen.tokens);
+        }
         assert_eq!(
-            r#gen.tokens[..cpu_ids.len()],
-            cpu_ids[..],
-            "{name}: greedy ids"
+            runs[0], runs[1],
+            "{name}: seeded sampling differs between strategies"
         );
         assert!(cpu_ids.len() >= 4, "{name}: too many near-ties to compare");
     }

@@ -51,7 +51,7 @@ pub struct RopeCall {
 
 impl Rope {
     pub async fn new(ctx: &GpuContext) -> Result<Self> {
-        let source = compose(&[shaders::COMMON, shaders::ROPE]);
+        let source = compose(&[shaders::COMMON, shaders::ROPE_MATH, shaders::ROPE]);
         let slots = [Slot::Uniform, Slot::Read, Slot::ReadWrite, Slot::ReadWrite];
         let pipeline = Pipeline::new(ctx, "rope", &source, &slots).await?;
         Ok(Self { pipeline })

@@ -22,7 +22,10 @@ use crate::shaders;
 pub struct DecodeState {
     pub pos: u32,
     pub n_tokens: u32,
-    pub _pad: [u32; 2],
+    /// 1 once the GPU sampler chose a stop token: the fused kernels of the remaining recorded
+    /// steps return at once (no-ops), so a whole generation can be recorded up front.
+    pub done: u32,
+    pub _pad: u32,
 }
 const _: () = assert!(std::mem::size_of::<DecodeState>() == 16);
 
@@ -31,7 +34,8 @@ impl DecodeState {
         Self {
             pos,
             n_tokens,
-            _pad: [0; 2],
+            done: 0,
+            _pad: 0,
         }
     }
 

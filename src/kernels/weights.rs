@@ -100,6 +100,23 @@ impl WeightFormat {
         k / self.block_len() * self.gpu_block_bytes()
     }
 
+    /// The decoder renamed for a kernel that reads several weights: the buffer `w` becomes
+    /// `name`, helpers `w_*` become `name_*` (so `name_load8`), and block-size constants
+    /// `*_WORDS` get a `_name` suffix, so decoders of one format can appear twice in a module.
+    pub(crate) fn decoder_named(self, name: &str) -> String {
+        rename_identifiers(self.decoder(), |id| {
+            if id == "w" {
+                Some(name.to_string())
+            } else if let Some(rest) = id.strip_prefix("w_") {
+                Some(format!("{name}_{rest}"))
+            } else if id.ends_with("_WORDS") {
+                Some(format!("{id}_{name}"))
+            } else {
+                None
+            }
+        })
+    }
+
     /// The WGSL decoder (`w_load8`) for this format.
     pub(crate) fn decoder(self) -> &'static str {
         match self {
@@ -110,6 +127,34 @@ impl WeightFormat {
             WeightFormat::Q4_1 => shaders::WEIGHTS_Q4_1,
         }
     }
+}
+
+/// Rewrites every WGSL identifier for which `rename` returns a new name (numbers and other
+/// tokens pass through untouched).
+fn rename_identifiers(source: &str, rename: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(source.len() + 64);
+    let mut chars = source.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            let mut end = start + c.len_utf8();
+            while let Some(&(i, d)) = chars.peek() {
+                if d.is_ascii_alphanumeric() || d == '_' {
+                    end = i + d.len_utf8();
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            let token = &source[start..end];
+            match (c.is_ascii_digit(), rename(token)) {
+                (false, Some(new)) => out.push_str(&new),
+                _ => out.push_str(token),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// What [`repack`] produced: the format and its GPU block geometry.
@@ -279,6 +324,18 @@ fn rows_per_chunk(format: WeightFormat, k: u64, max_bytes: u64) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn named_decoders_rename_only_their_own_identifiers() {
+        let q = WeightFormat::Q4_1.decoder_named("wq");
+        assert!(q.contains("fn wq_load8(") && q.contains("wq[base]"));
+        assert!(q.contains("const Q4_1_WORDS_wq") && !q.contains("w[") && !q.contains("w_load8"));
+        assert!(q.contains("unpack2x16float") && q.contains("nibbles4"));
+        assert_eq!(
+            WeightFormat::F32.decoder_named("w"),
+            WeightFormat::F32.decoder()
+        );
+    }
+
     use super::*;
     use crate::gguf::{dequantize, quantize_q4_0, quantize_q4_1, quantize_q8_0};
 

@@ -1,15 +1,14 @@
-//! A GGUF model resident on the GPU, and greedy generation with it.
+//! A GGUF model resident on the GPU.
 //!
-//! Load uploads the weights quantized, compiles the kernels and preallocates every buffer
-//! (KV cache of fixed capacity `n_ctx`). Generation prefills the prompt in batches, then records
-//! decode steps back to back into one compute pass per round: each step's token is chosen by
-//! argmax on the GPU and read by the next step from the `tokens` buffer, so the host only reads
-//! tokens back once per round (to stream text and notice end-of-generation).
+//! Load uploads the weights quantized, compiles the kernels of every strategy and preallocates
+//! every buffer (KV cache of fixed capacity `n_ctx`), so nothing is allocated per token.
+//! Generation itself (the strategies) is in `generation.rs`; this file holds loading, the
+//! prefill shared by the strategies, and the logits entry points used by tests.
 
 use super::activations::Activations;
+use super::fused_step::{Choice, FusedDecode, SamplerBuffers};
 use super::gpu_weights::ModelWeights;
 use super::step::{Kernels, Step, StepKind};
-use crate::clock::now_seconds;
 use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
 use crate::gpu::{read_buffer, GpuContext};
@@ -51,33 +50,24 @@ pub enum StopReason {
     Aborted,
 }
 
-/// The result of a greedy generation, in token ids.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenGeneration {
-    pub tokens: Vec<u32>,
-    pub stop_reason: StopReason,
-    /// Seconds from submitting the prompt to having the first generated token on the host.
-    pub prefill_seconds: f64,
-    /// Seconds spent on the remaining tokens.
-    pub decode_seconds: f64,
-}
-
 const DEFAULT_N_CTX: u32 = 2048;
 const DEFAULT_MAX_BATCH: u32 = 128;
-/// Decode steps recorded into one compute pass before the host reads tokens back.
-pub const DEFAULT_STEPS_PER_SUBMIT: u32 = 16;
 
 pub struct GpuModel {
-    ctx: GpuContext,
-    config: ModelConfig,
+    pub(super) ctx: GpuContext,
+    pub(super) config: ModelConfig,
     weights: ModelWeights,
     kernels: Kernels,
-    acts: Activations,
+    pub(super) acts: Activations,
     kv: KvFormat,
-    prefill: Step,
-    decode: Step,
+    pub(super) prefill: Step,
+    pub(super) decode: Step,
     all_logits: Option<Step>,
+    pub(super) sampler: SamplerBuffers,
+    /// Head + GPU sampler, shared by the fused decode step and the fused prefill.
+    pub(super) choice: Choice,
+    /// The fused decode step, or why this model cannot use it.
+    pub(super) fused: std::result::Result<FusedDecode, FuselmError>,
 }
 
 impl GpuModel {
@@ -116,6 +106,9 @@ impl GpuModel {
         let acts = Activations::new(&ctx, &config, n_ctx, max_batch, kv, false)?;
         let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
         let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
+        let sampler = SamplerBuffers::new(&ctx, &weights, config.vocab_size);
+        let choice = Choice::bind(&ctx, &config, &weights, &acts, &sampler).await?;
+        let fused = FusedDecode::bind(&ctx, &config, &weights, &acts, kv).await;
         if let Some(e) = invalid.pop().await {
             return Err(FuselmError::Gpu(format!("loading the model: {e}")));
         }
@@ -134,6 +127,9 @@ impl GpuModel {
             prefill,
             decode,
             all_logits: None,
+            sampler,
+            choice,
+            fused,
         })
     }
 
@@ -149,7 +145,7 @@ impl GpuModel {
         &self.ctx
     }
 
-    fn check_tokens(&self, tokens: &[u32], extra: u32) -> Result<()> {
+    pub(super) fn check_tokens(&self, tokens: &[u32], extra: u32) -> Result<()> {
         super::cpu_reference::check_tokens(tokens, self.config.vocab_size)?;
         let needed = tokens.len() as u64 + u64::from(extra);
         if needed > u64::from(self.acts.n_ctx) {
@@ -162,14 +158,17 @@ impl GpuModel {
         Ok(())
     }
 
-    fn write_state(&self, pos: u32, n_tokens: u32) {
+    pub(super) fn write_state(&self, pos: u32, n_tokens: u32) {
         let state = DecodeState::new(pos, n_tokens);
         self.ctx
             .queue
             .write_buffer(&self.acts.state, 0, bytemuck::bytes_of(&state));
     }
 
-    fn submit(&self, record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<()>) -> Result<()> {
+    pub(super) fn submit(
+        &self,
+        record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<()>,
+    ) -> Result<()> {
         let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -184,7 +183,7 @@ impl GpuModel {
 
     /// Writes the prompt and runs every prefill batch but the last; returns the last batch's
     /// start, whose state is written and which the caller records with a head.
-    fn prefill_all_but_last(&self, prompt: &[u32]) -> Result<u32> {
+    pub(super) fn prefill_all_but_last(&self, prompt: &[u32]) -> Result<u32> {
         self.ctx
             .queue
             .write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(prompt));
@@ -198,82 +197,6 @@ impl GpuModel {
         }
         self.write_state(pos, n - pos);
         Ok(pos)
-    }
-
-    async fn read_tokens(&self, start: u32, count: u32) -> Result<Vec<u32>> {
-        let bytes = read_buffer(
-            &self.ctx.device,
-            &self.ctx.queue,
-            &self.acts.tokens,
-            u64::from(start) * 4,
-            u64::from(count) * 4,
-        )
-        .await?;
-        Ok(bytemuck::pod_collect_to_vec(&bytes))
-    }
-
-    /// Greedy generation of up to `max_tokens` tokens after `prompt`. `is_stop(id)` ends it at
-    /// an end-of-generation token; `on_token(id)` sees each token as it arrives and returns
-    /// false to abort. The KV cache is reset: every call starts from an empty context.
-    pub async fn generate(
-        &mut self,
-        prompt: &[u32],
-        max_tokens: u32,
-        steps_per_submit: u32,
-        is_stop: &dyn Fn(u32) -> bool,
-        on_token: &mut dyn FnMut(u32) -> bool,
-    ) -> Result<TokenGeneration> {
-        self.check_tokens(prompt, max_tokens)?;
-        let n = prompt.len() as u32;
-        let mut out = TokenGeneration {
-            tokens: Vec::new(),
-            stop_reason: StopReason::Length,
-            prefill_seconds: 0.0,
-            decode_seconds: 0.0,
-        };
-        if max_tokens == 0 {
-            return Ok(out);
-        }
-        let start = now_seconds();
-        let last = self.prefill_all_but_last(prompt)?;
-        self.submit(|pass| self.prefill.record(pass, n - last))?;
-        let mut produced = 0u32;
-        let mut decode_start = start;
-        while produced < max_tokens {
-            let steps = if produced == 0 {
-                1
-            } else {
-                steps_per_submit.max(1).min(max_tokens - produced)
-            };
-            if produced > 0 {
-                self.submit(|pass| {
-                    for _ in 0..steps {
-                        self.decode.record(pass, 1)?;
-                    }
-                    Ok(())
-                })?;
-            }
-            let new = self.read_tokens(n + produced, steps).await?;
-            if produced == 0 {
-                decode_start = now_seconds();
-                out.prefill_seconds = decode_start - start;
-            }
-            produced += steps;
-            for id in new {
-                if is_stop(id) {
-                    out.stop_reason = StopReason::EndOfGeneration;
-                } else if !on_token(id) {
-                    out.stop_reason = StopReason::Aborted;
-                } else {
-                    out.tokens.push(id);
-                    continue;
-                }
-                out.decode_seconds = now_seconds() - decode_start;
-                return Ok(out);
-            }
-        }
-        out.decode_seconds = now_seconds() - decode_start;
-        Ok(out)
     }
 
     /// The logits that follow `tokens` (a fresh context): `[vocab]`.
@@ -329,6 +252,17 @@ impl GpuModel {
                 &self.config,
                 StepKind::Decode,
             )?;
+            self.choice = Choice::bind(
+                &self.ctx,
+                &self.config,
+                &self.weights,
+                &self.acts,
+                &self.sampler,
+            )
+            .await?;
+            self.fused =
+                FusedDecode::bind(&self.ctx, &self.config, &self.weights, &self.acts, self.kv)
+                    .await;
             self.all_logits = Some(Step::bind(
                 &self.ctx,
                 &self.kernels,

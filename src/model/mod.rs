@@ -3,6 +3,8 @@
 
 mod activations;
 pub mod cpu_reference;
+mod fused_step;
+mod generation;
 mod gpu_model;
 mod gpu_weights;
 mod step;
@@ -11,6 +13,7 @@ mod text_model;
 pub mod vocab;
 
 pub use cpu_reference::CpuReferenceModel;
-pub use gpu_model::{GpuModel, LoadOptions, StopReason, TokenGeneration, DEFAULT_STEPS_PER_SUBMIT};
+pub use generation::{GenerationRequest, Strategy, TokenGeneration, DEFAULT_CHUNK_TOKENS};
+pub use gpu_model::{GpuModel, LoadOptions, StopReason};
 pub use text_model::{GenerateOptions, GenerateResult, GenerateTimings, TextModel};
 pub use vocab::{chat_template_from, tokenizer_from_gguf, vocab_spec};

@@ -1,7 +1,8 @@
 //! One forward step (prefill of a token batch, or one decode token) as bound kernel calls that
-//! record into a caller's compute pass. Nothing here touches the CPU per token: positions come
-//! from the `state` buffer, token ids from the `tokens` buffer, and the chosen token is written
-//! back there by argmax — so decode steps can be recorded back to back in one pass.
+//! record into a caller's compute pass: one dispatch per operation (~15 per layer). Positions
+//! come from the `state` buffer and token ids from the `tokens` buffer. This is the prefill of
+//! every strategy (batched matmuls) and the decode step of the `unfused` strategy; the fused
+//! decode step is `fused_step`.
 
 use super::activations::Activations;
 use super::gpu_weights::{LayerWeights, ModelWeights};
@@ -9,10 +10,9 @@ use crate::error::Result;
 use crate::gguf::{ModelConfig, RopeStyle as GgufRope};
 use crate::gpu::GpuContext;
 use crate::kernels::{
-    Add, AddCall, Advance, AdvanceCall, Argmax, ArgmaxCall, Attention, AttentionCall,
-    AttentionShape, Embed, EmbedCall, GpuWeight, KvFormat, KvStore, KvStoreCall, MatMul,
-    MatMulCall, MatVec, MatVecCall, RmsNorm, RmsNormCall, RmsRows, Rope, RopeCall, RopeStyle,
-    SwiGlu, SwiGluCall, WeightFormat,
+    Add, AddCall, Attention, AttentionCall, AttentionShape, Embed, EmbedCall, GpuWeight, KvFormat,
+    KvStore, KvStoreCall, MatMul, MatMulCall, MatVec, MatVecCall, RmsNorm, RmsNormCall, RmsRows,
+    Rope, RopeCall, RopeStyle, SwiGlu, SwiGluCall, WeightFormat,
 };
 use std::collections::HashMap;
 
@@ -27,8 +27,6 @@ pub struct Kernels {
     attention: Attention,
     swiglu: SwiGlu,
     add: Add,
-    argmax: Argmax,
-    advance: Advance,
 }
 
 impl Kernels {
@@ -57,8 +55,6 @@ impl Kernels {
             attention: Attention::new(ctx, kv).await?,
             swiglu: SwiGlu::new(ctx).await?,
             add: Add::new(ctx).await?,
-            argmax: Argmax::new(ctx).await?,
-            advance: Advance::new(ctx).await?,
         })
     }
 }
@@ -101,13 +97,8 @@ struct LayerCalls {
 
 /// What a step ends with.
 enum Head {
-    /// Final norm of the last token, output head, argmax into `tokens`, advance `state`.
-    NextToken {
-        norm: RmsNormCall,
-        head: MatVecCall,
-        argmax: ArgmaxCall,
-        advance: AdvanceCall,
-    },
+    /// Final norm of the last token and the output head into `logits`.
+    NextToken { norm: RmsNormCall, head: MatVecCall },
     /// Final norm and output head of every token into `logits_all` (teacher forcing, tests).
     AllLogits { norm: RmsNormCall, head: MatMulCall },
 }
@@ -117,6 +108,7 @@ pub struct Step {
     embed: EmbedCall,
     layers: Vec<LayerCalls>,
     head: Head,
+    dispatches: u32,
 }
 
 pub fn attention_shape(c: &ModelConfig, n_ctx: u32) -> AttentionShape {
@@ -308,17 +300,21 @@ impl Step {
                         &acts.x_last,
                     )?,
                     head: mv.bind(ctx, weights.head(), &acts.x_last, &acts.logits)?,
-                    argmax: kernels.argmax.bind(
-                        ctx,
-                        config.vocab_size,
-                        &acts.state,
-                        &acts.logits,
-                        &acts.tokens,
-                    )?,
-                    advance: kernels.advance.bind(ctx, &acts.state)?,
                 }
             };
+        let chunks = |w: &GpuWeight| w.chunks().len() as u32;
+        let per_layer: u32 = weights
+            .layers
+            .iter()
+            .map(|l| {
+                8 + [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
+                    .into_iter()
+                    .map(chunks)
+                    .sum::<u32>()
+            })
+            .sum();
         Ok(Self {
+            dispatches: chunks(&weights.tok_embd) + per_layer + 1 + chunks(weights.head()),
             embed: kernels.embed.bind(
                 ctx,
                 &weights.tok_embd,
@@ -330,6 +326,11 @@ impl Step {
             layers,
             head,
         })
+    }
+
+    /// Dispatches of one [`Step::record`] (a split weight costs one per chunk).
+    pub fn dispatches(&self) -> u32 {
+        self.dispatches
     }
 
     /// Records the layers for `n_tokens` tokens (the count `state.n_tokens` will hold).
@@ -355,20 +356,14 @@ impl Step {
         Ok(())
     }
 
-    /// Records the whole step: layers, then the head (next token, or every token's logits).
+    /// Records the whole step: layers, then the head (the last token's logits, or every
+    /// token's logits).
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         self.record_body(pass, n_tokens)?;
         match &self.head {
-            Head::NextToken {
-                norm,
-                head,
-                argmax,
-                advance,
-            } => {
+            Head::NextToken { norm, head } => {
                 norm.record(pass, n_tokens)?;
                 head.record(pass);
-                argmax.record(pass);
-                advance.record(pass);
             }
             Head::AllLogits { norm, head } => {
                 norm.record(pass, n_tokens)?;

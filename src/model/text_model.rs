@@ -2,12 +2,14 @@
 //! what the CLI and the JS facade use; it owns prompt encoding, end-of-generation handling and
 //! streaming decode (only whole UTF-8 characters are handed out).
 
-use super::gpu_model::{GpuModel, LoadOptions, StopReason, DEFAULT_STEPS_PER_SUBMIT};
+use super::generation::{GenerationRequest, Strategy, DEFAULT_CHUNK_TOKENS};
+use super::gpu_model::{GpuModel, LoadOptions, StopReason};
 use super::vocab::{chat_template_from, tokenizer_from_gguf};
 use crate::chat_template::{ChatMessage, ChatTemplate};
 use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
 use crate::gpu::GpuContext;
+use crate::sampling::{SamplingOptions, MAX_STOP_IDS};
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use serde::{Deserialize, Serialize};
 
@@ -28,10 +30,18 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub system: Option<String>,
-    /// Decode steps recorded into one GPU submission between host reads. Default: 16.
+    /// How the generation runs on the GPU: "fused" (default) or "unfused" (the baseline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
-    pub steps_per_submit: Option<u32>,
+    pub strategy: Option<Strategy>,
+    /// Fused strategy: decode steps per compute pass; the host receives tokens (and text
+    /// streams) at these boundaries. Default: 32.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub chunk_tokens: Option<u32>,
+    /// Sampling settings (temperature, topK, topP, minP, penalties, seed); greedy by default.
+    #[serde(flatten)]
+    pub sampling: SamplingOptions,
 }
 
 /// Measured times of one generation.
@@ -112,7 +122,14 @@ impl TextModel {
         Ok(self.tokenizer.encode(&text, true, true))
     }
 
-    /// Greedy generation. `on_text` receives each complete piece of text as it is decoded and
+    /// The end-of-generation ids the sampler stops at (at most [`MAX_STOP_IDS`]).
+    pub fn stop_ids(&self) -> Vec<u32> {
+        let mut ids = self.tokenizer.eog_ids().to_vec();
+        ids.truncate(MAX_STOP_IDS);
+        ids
+    }
+
+    /// Generation (greedy unless sampling options are set). `on_text` receives each complete piece of text as it is decoded and
     /// returns false to stop (the result then says `aborted`).
     pub async fn generate(
         &mut self,
@@ -122,25 +139,26 @@ impl TextModel {
     ) -> Result<GenerateResult> {
         let prompt_tokens = self.encode_prompt(prompt, options)?;
         let max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-        let steps = options.steps_per_submit.unwrap_or(DEFAULT_STEPS_PER_SUBMIT);
+        let stop_ids = self.stop_ids();
+        let request = GenerationRequest {
+            prompt: &prompt_tokens,
+            max_tokens,
+            strategy: options.strategy.unwrap_or_default(),
+            sampler: options.sampling.resolve(&stop_ids)?,
+            chunk_tokens: options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS),
+        };
         let tokenizer = &self.tokenizer;
         let mut decoder = StreamDecoder::new(false);
         let mut text = String::new();
         let generation = self
             .gpu
-            .generate(
-                &prompt_tokens,
-                max_tokens,
-                steps,
-                &|id| tokenizer.is_eog(id),
-                &mut |id| match decoder.push(tokenizer, id) {
-                    Some(piece) => {
-                        text.push_str(&piece);
-                        on_text(&piece)
-                    }
-                    None => true,
-                },
-            )
+            .generate(&request, &mut |id| match decoder.push(tokenizer, id) {
+                Some(piece) => {
+                    text.push_str(&piece);
+                    on_text(&piece)
+                }
+                None => true,
+            })
             .await?;
         let rest = decoder.finish();
         if !rest.is_empty() && generation.stop_reason != StopReason::Aborted {

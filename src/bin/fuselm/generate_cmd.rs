@@ -1,7 +1,9 @@
-//! `fuselm generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--json]`.
+//! `fuselm generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--strategy S]
+//! [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--json]`.
 
 use fuselm::gpu::GpuContext;
-use fuselm::model::{GenerateOptions, LoadOptions, TextModel};
+use fuselm::model::{GenerateOptions, LoadOptions, Strategy, TextModel};
+use fuselm::sampling::SamplingOptions;
 use std::error::Error;
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,9 +31,31 @@ pub struct GenerateArgs {
     /// Keep the KV cache in f16 (needs the adapter's shader-f16).
     #[arg(long)]
     kv_f16: bool,
-    /// Decode steps per GPU submission.
+    /// fused (default) or unfused (the one-dispatch-per-operation baseline).
+    #[arg(long, default_value = "fused")]
+    strategy: String,
+    /// Fused: decode steps per compute pass (tokens stream at these boundaries).
     #[arg(long)]
-    steps_per_submit: Option<u32>,
+    chunk_tokens: Option<u32>,
+    /// Sampling temperature; 0 (default) is greedy.
+    #[arg(long)]
+    temperature: Option<f32>,
+    #[arg(long)]
+    top_k: Option<u32>,
+    #[arg(long)]
+    top_p: Option<f32>,
+    #[arg(long)]
+    min_p: Option<f32>,
+    #[arg(long)]
+    repetition_penalty: Option<f32>,
+    #[arg(long)]
+    frequency_penalty: Option<f32>,
+    #[arg(long)]
+    presence_penalty: Option<f32>,
+    #[arg(long)]
+    penalty_last_n: Option<u32>,
+    #[arg(long)]
+    seed: Option<u64>,
     /// Print one JSON object (prompt ids, generated ids, text, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
@@ -58,7 +82,19 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         max_tokens: Some(args.max_tokens),
         chat: Some(args.chat),
         system: args.system,
-        steps_per_submit: args.steps_per_submit,
+        strategy: Some(Strategy::parse(&args.strategy)?),
+        chunk_tokens: args.chunk_tokens,
+        sampling: SamplingOptions {
+            temperature: args.temperature,
+            top_k: args.top_k,
+            top_p: args.top_p,
+            min_p: args.min_p,
+            repetition_penalty: args.repetition_penalty,
+            frequency_penalty: args.frequency_penalty,
+            presence_penalty: args.presence_penalty,
+            penalty_last_n: args.penalty_last_n,
+            seed: args.seed,
+        },
     };
     let json = args.json;
     let mut stdout = std::io::stdout();
@@ -78,6 +114,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             "generatedIds": result.tokens,
             "text": result.text,
             "stopReason": result.stop_reason,
+            "strategy": args.strategy,
             "timings": { "loadSeconds": load_seconds, "generate": result.timings },
         });
         out!("{}", serde_json::to_string_pretty(&out)?);

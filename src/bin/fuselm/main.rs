@@ -41,7 +41,7 @@ fn main() -> std::process::ExitCode {
         Inspect(model_cmds::InspectArgs),
         /// Tokenize TEXT with a model's vocabulary (or --decode IDS), as llama.cpp does.
         Tokenize(model_cmds::TokenizeArgs),
-        /// Generate text greedily on the GPU, streaming it to stdout (or --json).
+        /// Generate text on the GPU, streaming it to stdout (or --json).
         Generate(generate_cmd::GenerateArgs),
         /// Write a tiny random Llama GGUF (byte vocab, ChatML) for tests.
         #[command(hide = true)]

@@ -1,0 +1,167 @@
+// Sampling, stage 2 (one workgroup): choose the next token, then do the step's bookkeeping on
+// the GPU so the next step needs nothing from the host.
+//
+// Greedy (inv_temperature == 0): the best of head_logits' per-workgroup bests (largest
+// penalised logit, lowest id on ties). Otherwise: merge the per-slice candidate lists of
+// sample_select.wgsl 7 at a time into the overall best MAX_CANDIDATES (sorted), then — by one
+// invocation, in the CPU reference's order and f32 arithmetic — top-k, top-p, min-p and a draw
+// with the counter-based RNG at this token's position.
+//
+// Bookkeeping (one invocation): tokens[P] = id for P = pos + n_tokens; the penalty window's
+// counts move on (id enters, tokens[P - last_n] leaves); a stop id sets state.done, which
+// turns every later recorded kernel into a no-op; state advances (pos = P, n_tokens = 1).
+
+struct Params {
+    n_best: u32,  // per-workgroup bests written by head_logits
+    n_lists: u32, // candidate lists written by sample_select (0 when greedy)
+    n_ctx: u32,   // tokens buffer length
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> state: State;
+@group(0) @binding(2) var<storage, read> sampler: Sampler;
+@group(0) @binding(3) var<storage, read> best: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read> cand: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read_write> tokens: array<u32>;
+@group(0) @binding(6) var<storage, read_write> counts: array<u32>;
+
+var<workgroup> mode_sh: u32; // 0: done, 1: greedy, 2: sample
+var<workgroup> red_z: array<f32, 256>;
+var<workgroup> red_id: array<u32, 256>;
+var<workgroup> q_sh: array<f32, MAX_CANDIDATES>;
+
+fn load_list(list: u32, slot: u32, lid: u32) {
+    if lid < BLOCK {
+        var z = SENTINEL_Z;
+        var id = NONE;
+        if list < p.n_lists {
+            let c = cand[list * BLOCK + lid];
+            z = bitcast<f32>(c.x);
+            id = c.y;
+        }
+        key_z[slot * BLOCK + lid] = z;
+        key_id[slot * BLOCK + lid] = id;
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    if lid == 0u {
+        mode_sh = select(select(2u, 1u, sampler.inv_temperature == 0.0), 0u, state.done != 0u);
+    }
+    let mode = workgroupUniformLoad(&mode_sh);
+    if mode == 0u {
+        return;
+    }
+    var id = NONE;
+    if mode == 1u {
+        var bz = 0.0;
+        var bi = NONE;
+        for (var i = lid; i < p.n_best; i += 256u) {
+            let b = best[i];
+            let z = bitcast<f32>(b.x);
+            if b.y != NONE && (bi == NONE || better(z, b.y, bz, bi)) {
+                bz = z;
+                bi = b.y;
+            }
+        }
+        red_z[lid] = bz;
+        red_id[lid] = bi;
+        for (var s = 128u; s > 0u; s >>= 1u) {
+            workgroupBarrier();
+            if lid < s {
+                let oz = red_z[lid + s];
+                let oi = red_id[lid + s];
+                if oi != NONE && (red_id[lid] == NONE || better(oz, oi, red_z[lid], red_id[lid])) {
+                    red_z[lid] = oz;
+                    red_id[lid] = oi;
+                }
+            }
+        }
+        id = red_id[0];
+    } else {
+        // Block 0 accumulates the best 128; each round brings up to 7 more lists.
+        for (var s = 0u; s < SLOTS; s++) {
+            load_list(s, s, lid);
+        }
+        workgroupBarrier();
+        merge_tree(lid);
+        for (var next = SLOTS; next < p.n_lists; next += SLOTS - 1u) {
+            for (var s = 1u; s < SLOTS; s++) {
+                load_list(next + s - 1u, s, lid);
+            }
+            workgroupBarrier();
+            merge_tree(lid);
+        }
+        if lid < MAX_CANDIDATES {
+            q_sh[lid] = select(0.0, exp(key_z[lid] - key_z[0]), key_id[lid] != NONE);
+        }
+        workgroupBarrier();
+        if lid == 0u {
+            var n = min(MAX_CANDIDATES, sampler.top_k);
+            if sampler.top_p < 1.0 {
+                var total = 0.0;
+                for (var i = 0u; i < n; i++) {
+                    total += q_sh[i];
+                }
+                var cum = 0.0;
+                for (var i = 0u; i < n; i++) {
+                    cum += q_sh[i];
+                    if cum >= sampler.top_p * total {
+                        n = i + 1u;
+                        break;
+                    }
+                }
+            }
+            if sampler.min_p > 0.0 {
+                for (var i = 1u; i < n; i++) {
+                    if q_sh[i] < sampler.min_p {
+                        n = i;
+                        break;
+                    }
+                }
+            }
+            var total = 0.0;
+            for (var i = 0u; i < n; i++) {
+                total += q_sh[i];
+            }
+            let position = state.pos + state.n_tokens;
+            let goal = uniform01(sampler.seed_lo, sampler.seed_hi, position) * total;
+            var chosen = n - 1u;
+            var cum = 0.0;
+            for (var i = 0u; i < n; i++) {
+                cum += q_sh[i];
+                if goal < cum {
+                    chosen = i;
+                    break;
+                }
+            }
+            id = key_id[chosen];
+        }
+    }
+    if lid != 0u {
+        return;
+    }
+    if id == NONE {
+        id = 0u;
+    }
+    let at = state.pos + state.n_tokens;
+    if at < p.n_ctx {
+        tokens[at] = id;
+    }
+    if sampler.penalties_on != 0u {
+        counts[id] += 1u;
+        if at >= sampler.penalty_last_n && at - sampler.penalty_last_n < p.n_ctx {
+            let old = tokens[at - sampler.penalty_last_n];
+            counts[old] -= 1u;
+        }
+    }
+    for (var i = 0u; i < min(sampler.n_stop, 16u); i++) {
+        if sampler.stop_ids[i] == id {
+            state.done = 1u;
+        }
+    }
+    state.pos = at;
+    state.n_tokens = 1u;
+}

@@ -1,0 +1,54 @@
+// The sampler's settings (mirrors `sampling::SamplerParams` field for field), the penalty
+// formula and the counter-based RNG, shared by head_logits.wgsl, sample_select.wgsl and
+// sample_choose.wgsl. The CPU reference (`sampling::reference`) performs the same f32
+// operations in the same order, so CPU and GPU choose the same tokens.
+
+struct Sampler {
+    inv_temperature: f32, // 0: greedy
+    top_k: u32,           // 1..=MAX_CANDIDATES
+    top_p: f32,
+    min_p: f32,
+    repeat: f32,
+    inv_repeat: f32,
+    frequency: f32,
+    presence: f32,
+    penalty_last_n: u32,
+    penalties_on: u32,
+    seed_lo: u32,
+    seed_hi: u32,
+    n_stop: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    stop_ids: array<u32, 16>,
+}
+
+const MAX_CANDIDATES: u32 = 128u; // sampling::MAX_CANDIDATES
+const NONE: u32 = 0xffffffffu;
+const SENTINEL_Z: f32 = -3.40282e38; // z of an empty candidate slot (q = 0: never drawn)
+
+// llama.cpp's repetition / frequency / presence penalties for an id seen `count` times in the
+// window (multiplying by the host-computed reciprocal instead of dividing).
+fn penalize(l: f32, count: u32, s: Sampler) -> f32 {
+    if s.penalties_on == 0u || count == 0u {
+        return l;
+    }
+    let r = select(l * s.repeat, l * s.inv_repeat, l > 0.0);
+    return r - (f32(count) * s.frequency + s.presence);
+}
+
+fn pcg(v: u32) -> u32 {
+    let st = v * 747796405u + 2891336453u;
+    let w = ((st >> ((st >> 28u) + 4u)) ^ st) * 277803737u;
+    return (w >> 22u) ^ w;
+}
+
+// Uniform in [0, 1) for the token at sequence position `position`.
+fn uniform01(seed_lo: u32, seed_hi: u32, position: u32) -> f32 {
+    return f32(pcg(position ^ pcg(seed_lo ^ pcg(seed_hi))) >> 8u) * (1.0 / 16777216.0);
+}
+
+// Candidate order: larger z first, then lower id. NaN never compares better.
+fn better(az: f32, aid: u32, bz: f32, bid: u32) -> bool {
+    return az > bz || (az == bz && aid < bid);
+}

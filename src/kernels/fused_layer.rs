@@ -1,0 +1,454 @@
+//! The four dispatches of one transformer layer in a fused decode step (one token).
+//!
+//! | dispatch | WGSL | work | workgroups |
+//! |---|---|---|---|
+//! | 1 | `fused_qkv` | RMS norm, Q/K/V projections, RoPE | (n_q + 2 n_kv) / 8 |
+//! | 2 | `fused_attention` | KV append, attention over a chunk, the chunk's output projection | n_head × chunks |
+//! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / 8 |
+//! | 4 | `fused_ffn_down` | down projection + residual | n_embd / 8 |
+//!
+//! Why this split: a dispatch boundary is needed wherever every output depends on every
+//! output of the previous stage — after Q/K/V (attention needs the whole head), after
+//! attention, after the residual (the norm needs all of it), after gate/up (down needs all of
+//! it) and after down (the next norm). That is five; the output projection is moved into the
+//! attention dispatch (each head-chunk projects its own unnormalised output — linear, so the
+//! softmax normalisation is applied afterwards, when dispatch 3 sums the partials), which
+//! removes one boundary without recomputing anything. Norms are recomputed per workgroup
+//! (a few KiB of activations) instead of costing a dispatch.
+
+use super::attention::KvFormat;
+use super::weights::{GpuWeight, WeightFormat};
+use super::{check_buffer, check_dim, compose, grid, max_groups, require, Bound, Pipeline, Slot};
+use crate::error::{FuselmError, Result};
+use crate::gpu::GpuContext;
+use crate::shaders;
+
+/// Output rows per workgroup of the projection kernels (8 rows × 32 lanes).
+pub const ROWS_PER_WORKGROUP: u32 = 8;
+/// Largest n_embd the fused kernels keep in workgroup memory.
+pub const MAX_EMBD: u32 = 2048;
+/// Key positions per attention workgroup (`CHUNK` in fused_attention.wgsl).
+pub const ATTENTION_CHUNK: u32 = 256;
+/// Largest `n_head × chunks` the combine in fused_ffn_up.wgsl holds.
+pub const MAX_HEAD_CHUNKS: u32 = 1024;
+/// Largest head_dim of fused_attention.wgsl.
+pub const MAX_HEAD_DIM: u32 = 256;
+
+/// The model geometry the fused kernels need.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusedShape {
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub head_dim: u32,
+    pub n_rot: u32,
+    pub neox: bool,
+    pub rope_freq_base: f32,
+    pub eps: f32,
+    /// KV cache capacity in positions.
+    pub n_ctx: u32,
+}
+
+impl FusedShape {
+    pub fn n_q(&self) -> u32 {
+        self.n_head * self.head_dim
+    }
+    pub fn n_kv(&self) -> u32 {
+        self.n_head_kv * self.head_dim
+    }
+    /// Attention chunk slots per head (enough for the whole cache).
+    pub fn max_chunks(&self) -> u32 {
+        self.n_ctx.div_ceil(ATTENTION_CHUNK)
+    }
+    /// Floats of the attention partials buffer: `[n_head, max_chunks, n_embd + 2]`.
+    pub fn partials_len(&self) -> u64 {
+        u64::from(self.n_head) * u64::from(self.max_chunks()) * (u64::from(self.n_embd) + 2)
+    }
+
+    /// Whether the fused kernels handle this geometry; the error names the limit.
+    pub fn check(&self) -> Result<()> {
+        let limit = |limit: &'static str, needed: u32, available: u32| {
+            if needed > available {
+                Err(FuselmError::LimitExceeded {
+                    limit,
+                    needed: u64::from(needed),
+                    available: u64::from(available),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        limit("fused strategy: n_embd", self.n_embd, MAX_EMBD)?;
+        limit("fused strategy: head_dim", self.head_dim, MAX_HEAD_DIM)?;
+        limit(
+            "fused strategy: n_head x attention chunks (nCtx / 256)",
+            self.n_head * self.max_chunks(),
+            MAX_HEAD_CHUNKS,
+        )?;
+        require(
+            self.head_dim % 8 == 0 && self.n_rot % 2 == 0 && self.n_rot <= self.head_dim,
+            "fused strategy: head_dim must be a multiple of 8 and n_rot even and <= head_dim",
+        )?;
+        require(
+            self.n_head_kv > 0 && self.n_head % self.n_head_kv == 0,
+            "fused strategy: n_head must be a multiple of n_head_kv",
+        )
+    }
+}
+
+fn single_chunk<'a>(ctx: &GpuContext, w: &'a GpuWeight) -> Result<&'a wgpu::Buffer> {
+    match w.chunks() {
+        [c] => Ok(&c.buffer),
+        _ => Err(FuselmError::LimitExceeded {
+            limit: "maxStorageBufferBindingSize (the fused strategy binds each layer weight whole)",
+            needed: w.format.gpu_row_bytes(u64::from(w.k)) * u64::from(w.n),
+            available: ctx.device.limits().max_storage_buffer_binding_size,
+        }),
+    }
+}
+
+/// A bound fused dispatch with a fixed grid.
+#[derive(Debug, Clone)]
+pub struct FusedCall {
+    bound: Bound,
+    groups: [u32; 3],
+}
+
+impl FusedCall {
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.bound.dispatch(pass, self.groups);
+    }
+}
+
+fn groups_1d(ctx: &GpuContext, groups: u64) -> Result<[u32; 3]> {
+    let (x, y) = grid(groups, max_groups(ctx))?;
+    Ok([x, y, 1])
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct QkvParams {
+    n_embd: u32,
+    n_q: u32,
+    n_kv: u32,
+    head_dim: u32,
+    n_rot: u32,
+    neox: u32,
+    theta_scale: f32,
+    eps: f32,
+}
+const _: () = assert!(std::mem::size_of::<QkvParams>() == 32);
+
+/// Dispatch 1: RMS norm + Q/K/V + RoPE → `qkv` (`[n_q + 2 n_kv]`).
+#[derive(Debug, Clone)]
+pub struct FusedQkv {
+    pipeline: Pipeline,
+}
+
+impl FusedQkv {
+    pub async fn new(
+        ctx: &GpuContext,
+        q: WeightFormat,
+        k: WeightFormat,
+        v: WeightFormat,
+    ) -> Result<Self> {
+        let source = compose(&[
+            shaders::COMMON,
+            shaders::ROPE_MATH,
+            &q.decoder_named("wq"),
+            &k.decoder_named("wk"),
+            &v.decoder_named("wv"),
+            shaders::FUSED_QKV,
+        ]);
+        let mut slots = vec![Slot::Uniform];
+        slots.extend([Slot::Read; 6]);
+        slots.push(Slot::ReadWrite);
+        let pipeline = Pipeline::new(ctx, "fused_qkv", &source, &slots).await?;
+        Ok(Self { pipeline })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        s: &FusedShape,
+        state: &wgpu::Buffer,
+        x: &wgpu::Buffer,
+        norm_w: &wgpu::Buffer,
+        wq: &GpuWeight,
+        wk: &GpuWeight,
+        wv: &GpuWeight,
+        qkv: &wgpu::Buffer,
+    ) -> Result<FusedCall> {
+        s.check()?;
+        for w in [wq, wk, wv] {
+            require(
+                w.k == s.n_embd,
+                "fused_qkv: weight rows must have n_embd values",
+            )?;
+        }
+        require(
+            wq.n == s.n_q() && wk.n == s.n_kv() && wv.n == s.n_kv(),
+            "fused_qkv: Q/K/V row counts differ from the head geometry",
+        )?;
+        check_buffer(ctx, "fused_qkv x", x, u64::from(s.n_embd))?;
+        check_buffer(ctx, "fused_qkv qkv", qkv, u64::from(s.n_q() + 2 * s.n_kv()))?;
+        let params = QkvParams {
+            n_embd: s.n_embd,
+            n_q: s.n_q(),
+            n_kv: s.n_kv(),
+            head_dim: s.head_dim,
+            n_rot: s.n_rot,
+            neox: u32::from(s.neox),
+            theta_scale: s.rope_freq_base.powf(-2.0 / s.n_rot as f32),
+            eps: s.eps,
+        };
+        let buffers = [
+            state,
+            x,
+            norm_w,
+            single_chunk(ctx, wq)?,
+            single_chunk(ctx, wk)?,
+            single_chunk(ctx, wv)?,
+            qkv,
+        ];
+        let rows = u64::from(s.n_q() + 2 * s.n_kv());
+        Ok(FusedCall {
+            bound: self.pipeline.bind(ctx, &params, &buffers)?,
+            groups: groups_1d(ctx, rows.div_ceil(u64::from(ROWS_PER_WORKGROUP)))?,
+        })
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct AttentionParams {
+    n_head: u32,
+    n_head_kv: u32,
+    head_dim: u32,
+    n_ctx: u32,
+    n_embd: u32,
+    max_chunks: u32,
+    scale: f32,
+    _pad: u32,
+}
+const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
+
+/// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`.
+#[derive(Debug, Clone)]
+pub struct FusedAttention {
+    pipeline: Pipeline,
+}
+
+/// [`FusedAttention`] bound; the grid's chunk count is chosen at record time.
+#[derive(Debug, Clone)]
+pub struct FusedAttentionCall {
+    bound: Bound,
+    n_head: u32,
+    max_chunks: u32,
+}
+
+impl FusedAttention {
+    pub async fn new(ctx: &GpuContext, kv: KvFormat, o: WeightFormat) -> Result<Self> {
+        let source = compose(&[
+            kv.prelude(ctx)?,
+            shaders::COMMON,
+            &o.decoder_named("wo"),
+            shaders::FUSED_ATTENTION,
+        ]);
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+            Slot::ReadWrite,
+            Slot::Read,
+            Slot::ReadWrite,
+        ];
+        let pipeline = Pipeline::new(ctx, "fused_attention", &source, &slots).await?;
+        Ok(Self { pipeline })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        s: &FusedShape,
+        state: &wgpu::Buffer,
+        qkv: &wgpu::Buffer,
+        k_cache: &wgpu::Buffer,
+        v_cache: &wgpu::Buffer,
+        wo: &GpuWeight,
+        part: &wgpu::Buffer,
+    ) -> Result<FusedAttentionCall> {
+        s.check()?;
+        require(
+            wo.k == s.n_q() && wo.n == s.n_embd,
+            "fused_attention: Wo must be [n_head * head_dim, n_embd]",
+        )?;
+        check_buffer(ctx, "fused_attention part", part, s.partials_len())?;
+        let params = AttentionParams {
+            n_head: s.n_head,
+            n_head_kv: s.n_head_kv,
+            head_dim: s.head_dim,
+            n_ctx: s.n_ctx,
+            n_embd: s.n_embd,
+            max_chunks: s.max_chunks(),
+            scale: 1.0 / (s.head_dim as f32).sqrt(),
+            _pad: 0,
+        };
+        let buffers = [state, qkv, k_cache, v_cache, single_chunk(ctx, wo)?, part];
+        check_dim(u64::from(s.n_head), max_groups(ctx))?;
+        Ok(FusedAttentionCall {
+            bound: self.pipeline.bind(ctx, &params, &buffers)?,
+            n_head: s.n_head,
+            max_chunks: s.max_chunks(),
+        })
+    }
+}
+
+impl FusedAttentionCall {
+    /// Records attention for a step whose visible length is at most `max_len` positions.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, max_len: u32) {
+        let chunks = max_len.div_ceil(ATTENTION_CHUNK).clamp(1, self.max_chunks);
+        self.bound.dispatch(pass, [self.n_head, chunks, 1]);
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct FfnUpParams {
+    n_embd: u32,
+    n_ff: u32,
+    n_head: u32,
+    max_chunks: u32,
+    eps: f32,
+    _pad: [u32; 3],
+}
+const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 32);
+
+/// Dispatch 3: combine + residual → `x_mid`; RMS norm, gate/up, SwiGLU → `hidden`.
+#[derive(Debug, Clone)]
+pub struct FusedFfnUp {
+    pipeline: Pipeline,
+}
+
+impl FusedFfnUp {
+    pub async fn new(ctx: &GpuContext, gate: WeightFormat, up: WeightFormat) -> Result<Self> {
+        let source = compose(&[
+            shaders::COMMON,
+            &gate.decoder_named("wgate"),
+            &up.decoder_named("wup"),
+            shaders::FUSED_FFN_UP,
+        ]);
+        let mut slots = vec![Slot::Uniform];
+        slots.extend([Slot::Read; 6]);
+        slots.extend([Slot::ReadWrite; 2]);
+        let pipeline = Pipeline::new(ctx, "fused_ffn_up", &source, &slots).await?;
+        Ok(Self { pipeline })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        s: &FusedShape,
+        state: &wgpu::Buffer,
+        x: &wgpu::Buffer,
+        part: &wgpu::Buffer,
+        norm_w: &wgpu::Buffer,
+        gate: &GpuWeight,
+        up: &GpuWeight,
+        x_mid: &wgpu::Buffer,
+        hidden: &wgpu::Buffer,
+    ) -> Result<FusedCall> {
+        s.check()?;
+        require(
+            gate.k == s.n_embd && up.k == s.n_embd && gate.n == s.n_ff && up.n == s.n_ff,
+            "fused_ffn_up: gate/up must be [n_embd, n_ff]",
+        )?;
+        check_buffer(ctx, "fused_ffn_up hidden", hidden, u64::from(s.n_ff))?;
+        check_buffer(ctx, "fused_ffn_up x_mid", x_mid, u64::from(s.n_embd))?;
+        let params = FfnUpParams {
+            n_embd: s.n_embd,
+            n_ff: s.n_ff,
+            n_head: s.n_head,
+            max_chunks: s.max_chunks(),
+            eps: s.eps,
+            _pad: [0; 3],
+        };
+        let buffers = [
+            state,
+            x,
+            part,
+            norm_w,
+            single_chunk(ctx, gate)?,
+            single_chunk(ctx, up)?,
+            x_mid,
+            hidden,
+        ];
+        Ok(FusedCall {
+            bound: self.pipeline.bind(ctx, &params, &buffers)?,
+            groups: groups_1d(
+                ctx,
+                u64::from(s.n_ff).div_ceil(u64::from(ROWS_PER_WORKGROUP)),
+            )?,
+        })
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct FfnDownParams {
+    n_ff: u32,
+    n_embd: u32,
+    _pad: [u32; 2],
+}
+const _: () = assert!(std::mem::size_of::<FfnDownParams>() == 16);
+
+/// Dispatch 4: `x = x_mid + W_down · hidden`.
+#[derive(Debug, Clone)]
+pub struct FusedFfnDown {
+    pipeline: Pipeline,
+}
+
+impl FusedFfnDown {
+    pub async fn new(ctx: &GpuContext, down: WeightFormat) -> Result<Self> {
+        let source = compose(&[shaders::COMMON, down.decoder(), shaders::FUSED_FFN_DOWN]);
+        let mut slots = vec![Slot::Uniform];
+        slots.extend([Slot::Read; 4]);
+        slots.push(Slot::ReadWrite);
+        let pipeline = Pipeline::new(ctx, "fused_ffn_down", &source, &slots).await?;
+        Ok(Self { pipeline })
+    }
+
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        s: &FusedShape,
+        state: &wgpu::Buffer,
+        x_mid: &wgpu::Buffer,
+        hidden: &wgpu::Buffer,
+        down: &GpuWeight,
+        x: &wgpu::Buffer,
+    ) -> Result<FusedCall> {
+        require(
+            down.k == s.n_ff && down.n == s.n_embd,
+            "fused_ffn_down: down must be [n_ff, n_embd]",
+        )?;
+        let params = FfnDownParams {
+            n_ff: s.n_ff,
+            n_embd: s.n_embd,
+            _pad: [0; 2],
+        };
+        let buffers = [state, x_mid, hidden, single_chunk(ctx, down)?, x];
+        Ok(FusedCall {
+            bound: self.pipeline.bind(ctx, &params, &buffers)?,
+            groups: groups_1d(
+                ctx,
+                u64::from(s.n_embd).div_ceil(u64::from(ROWS_PER_WORKGROUP)),
+            )?,
+        })
+    }
+}

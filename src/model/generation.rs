@@ -1,0 +1,368 @@
+//! Generation strategies: how the steps of a generation are recorded, submitted and read.
+//!
+//! * [`Strategy::Unfused`] — the baseline a straightforward WebGPU pipeline is: one dispatch
+//!   per operation (~15 per layer), one submit per token, the logits read back and the token
+//!   sampled on the host (`sampling::reference`, the same arithmetic as the GPU sampler). It
+//!   keeps the KV cache and uses the same prefill, so against `fused` it measures dispatch and
+//!   round-trip overhead, never recomputation.
+//! * [`Strategy::Fused`] — 4 dispatches per layer, the token chosen on the GPU and fed to the
+//!   next step's embedding on the GPU, a whole chunk of steps in one compute pass; the host
+//!   only reads tokens at chunk boundaries, while the next chunk is already queued. A stop id
+//!   sets `state.done` on the GPU and the rest of the recorded steps do nothing.
+//!
+//! Adding a strategy (the megakernel) means a variant here and a `generate_*` method.
+
+use super::gpu_model::{GpuModel, StopReason};
+use crate::clock::now_seconds;
+use crate::error::{FuselmError, Result};
+use crate::gpu::{GpuContext, StagedRead};
+use crate::kernels::DecodeState;
+use crate::sampling::{reference, SamplerParams};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// How a generation is run on the GPU. Every strategy gives the same tokens for the same
+/// settings (greedy and seeded sampling).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub enum Strategy {
+    /// Fused kernels (4 dispatches per layer), sampling on the GPU, a whole chunk of tokens
+    /// per compute pass. The default.
+    #[default]
+    Fused,
+    /// The baseline: one dispatch per operation, one submit and one logits readback per token,
+    /// sampling on the host.
+    Unfused,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 2] = [Strategy::Fused, Strategy::Unfused];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Fused => "fused",
+            Strategy::Unfused => "unfused",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| {
+                FuselmError::InvalidArgument(format!(
+                    "strategy must be one of fused, unfused; got {s:?}"
+                ))
+            })
+    }
+}
+
+/// One generation's inputs, in token ids.
+#[derive(Debug, Clone)]
+pub struct GenerationRequest<'a> {
+    pub prompt: &'a [u32],
+    pub max_tokens: u32,
+    pub strategy: Strategy,
+    /// Resolved sampling settings, including the stop ids.
+    pub sampler: SamplerParams,
+    /// Fused: decode steps per compute pass (the host sees tokens at these boundaries).
+    pub chunk_tokens: u32,
+}
+
+/// Default decode steps per fused chunk.
+pub const DEFAULT_CHUNK_TOKENS: u32 = 32;
+
+/// The result of a generation, in token ids, with what it cost.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenGeneration {
+    /// Generated ids (a stop id is not included).
+    pub tokens: Vec<u32>,
+    pub stop_reason: StopReason,
+    /// The stop id that ended the generation, if one did.
+    pub stop_token: Option<u32>,
+    /// Seconds from submitting the prompt to having the first generated token on the host.
+    pub prefill_seconds: f64,
+    /// Seconds spent on the remaining tokens.
+    pub decode_seconds: f64,
+    /// Compute dispatches recorded (prefill included).
+    pub dispatches: u64,
+    /// Queue submissions (prefill included).
+    pub submits: u64,
+    /// Decode steps the GPU ran (fused: recorded steps, including no-ops after a stop).
+    pub decode_steps: u64,
+}
+
+fn stop_hit(p: &SamplerParams, id: u32) -> bool {
+    p.stop_ids[..(p.n_stop as usize).min(p.stop_ids.len())].contains(&id)
+}
+
+/// Clones an error kept from load time (FuselmError holds non-Clone sources).
+fn replay(e: &FuselmError) -> FuselmError {
+    match e {
+        FuselmError::LimitExceeded {
+            limit,
+            needed,
+            available,
+        } => FuselmError::LimitExceeded {
+            limit,
+            needed: *needed,
+            available: *available,
+        },
+        other => FuselmError::InvalidArgument(format!(
+            "the fused strategy is unavailable for this model: {other}"
+        )),
+    }
+}
+
+struct Progress {
+    out: TokenGeneration,
+    start: f64,
+    decode_start: f64,
+}
+
+impl Progress {
+    fn new() -> Self {
+        let start = now_seconds();
+        Self {
+            out: TokenGeneration {
+                tokens: Vec::new(),
+                stop_reason: StopReason::Length,
+                stop_token: None,
+                prefill_seconds: 0.0,
+                decode_seconds: 0.0,
+                dispatches: 0,
+                submits: 0,
+                decode_steps: 0,
+            },
+            start,
+            decode_start: start,
+        }
+    }
+
+    /// Takes one generated id; returns false when the generation is over.
+    fn accept(
+        &mut self,
+        id: u32,
+        p: &SamplerParams,
+        max_tokens: u32,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> bool {
+        if self.out.tokens.is_empty() && self.out.prefill_seconds == 0.0 {
+            self.decode_start = now_seconds();
+            self.out.prefill_seconds = self.decode_start - self.start;
+        }
+        if stop_hit(p, id) {
+            self.out.stop_reason = StopReason::EndOfGeneration;
+            self.out.stop_token = Some(id);
+            return false;
+        }
+        if !on_token(id) {
+            self.out.stop_reason = StopReason::Aborted;
+            return false;
+        }
+        self.out.tokens.push(id);
+        (self.out.tokens.len() as u32) < max_tokens
+    }
+
+    fn finish(mut self) -> TokenGeneration {
+        self.out.decode_seconds = now_seconds() - self.decode_start;
+        self.out
+    }
+}
+
+impl GpuModel {
+    /// Generates up to `req.max_tokens` tokens after `req.prompt` (a fresh context: the KV
+    /// cache is reset). `on_token(id)` sees each token as the host receives it and returns
+    /// false to abort; a stop id ends the generation and is not included.
+    pub async fn generate(
+        &mut self,
+        req: &GenerationRequest<'_>,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<TokenGeneration> {
+        self.check_tokens(req.prompt, req.max_tokens)?;
+        if req.prompt.is_empty() {
+            return Err(FuselmError::InvalidArgument(
+                "the prompt must hold at least one token".into(),
+            ));
+        }
+        if req.max_tokens == 0 {
+            return Ok(Progress::new().finish());
+        }
+        match req.strategy {
+            Strategy::Fused => self.generate_fused(req, on_token).await,
+            Strategy::Unfused => self.generate_unfused(req, on_token).await,
+        }
+    }
+
+    /// Whether the fused strategy can run this model (else the typed reason).
+    pub fn fused_available(&self) -> Result<()> {
+        self.fused.as_ref().map(|_| ()).map_err(replay)
+    }
+
+    /// Dispatches of one decode step of `strategy` (greedy or sampling).
+    pub fn dispatches_per_step(&self, strategy: Strategy, sampling: bool) -> Result<u32> {
+        Ok(match strategy {
+            Strategy::Unfused => self.decode.dispatches(),
+            Strategy::Fused => {
+                let f = self.fused.as_ref().map_err(replay)?;
+                f.body_dispatches() + self.choice.dispatches(sampling)
+            }
+        })
+    }
+
+    /// Writes the sampler settings and the penalty counts of the prompt's window.
+    fn write_sampler(&self, p: &SamplerParams, prompt: &[u32]) {
+        let q = &self.ctx.queue;
+        q.write_buffer(&self.sampler.params, 0, bytemuck::bytes_of(p));
+        if p.penalties_on != 0 {
+            let counts = reference::window_counts(prompt, prompt.len(), p.penalty_last_n);
+            let mut dense = vec![0u32; self.config.vocab_size as usize];
+            for (id, c) in counts {
+                if let Some(slot) = dense.get_mut(id as usize) {
+                    *slot = c;
+                }
+            }
+            q.write_buffer(&self.sampler.counts, 0, bytemuck::cast_slice(&dense));
+        }
+    }
+
+    fn encoder(ctx: &GpuContext) -> wgpu::CommandEncoder {
+        ctx.device.create_command_encoder(&Default::default())
+    }
+
+    async fn generate_fused(
+        &mut self,
+        req: &GenerationRequest<'_>,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<TokenGeneration> {
+        let fused = self.fused.as_ref().map_err(replay)?;
+        let p = &req.sampler;
+        let sampling = !p.greedy();
+        let n = req.prompt.len() as u32;
+        let mut prog = Progress::new();
+        self.write_sampler(p, req.prompt);
+        let last = self.prefill_all_but_last(req.prompt)?;
+        prog.out.submits += u64::from(last.div_ceil(self.acts.max_batch.max(1)));
+        prog.out.dispatches += u64::from(self.prefill.dispatches()) * u64::from(prog.out.submits);
+        let ctx = &self.ctx;
+        let mut pending: VecDeque<(StagedRead, u32)> = VecDeque::new();
+
+        // The last prompt batch and the first token: one pass.
+        let mut enc = Self::encoder(ctx);
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            self.prefill.record_body(&mut pass, n - last)?;
+            self.choice.record(&mut pass, sampling);
+        }
+        let read = StagedRead::copy(
+            &ctx.device,
+            &mut enc,
+            &self.acts.tokens,
+            u64::from(n) * 4,
+            4,
+        );
+        pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), 1));
+        prog.out.submits += 1;
+        prog.out.dispatches +=
+            u64::from(self.prefill.dispatches() - 2 + self.choice.dispatches(sampling));
+        let mut recorded = 1u32; // tokens whose steps are recorded
+        let chunk = req.chunk_tokens.max(1);
+        let per_step = u64::from(fused.body_dispatches() + self.choice.dispatches(sampling));
+
+        while let Some((read, count)) = pending.pop_front() {
+            // Keep the GPU busy: queue the next chunk before waiting for this one.
+            while pending.len() < 1 && recorded < req.max_tokens {
+                let steps = chunk.min(req.max_tokens - recorded);
+                let mut enc = Self::encoder(ctx);
+                {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    for i in 0..steps {
+                        // The step producing token index recorded + i sees n + recorded + i keys.
+                        fused.record_body(&mut pass, n + recorded + i)?;
+                        self.choice.record(&mut pass, sampling);
+                    }
+                }
+                let read = StagedRead::copy(
+                    &ctx.device,
+                    &mut enc,
+                    &self.acts.tokens,
+                    u64::from(n + recorded) * 4,
+                    u64::from(steps) * 4,
+                );
+                pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), steps));
+                prog.out.submits += 1;
+                prog.out.dispatches += per_step * u64::from(steps);
+                prog.out.decode_steps += u64::from(steps);
+                recorded += steps;
+            }
+            let ids: Vec<u32> = bytemuck::pod_collect_to_vec(&read.read(&ctx.device).await?);
+            for &id in ids.iter().take(count as usize) {
+                if !prog.accept(id, p, req.max_tokens, on_token) {
+                    return Ok(prog.finish());
+                }
+            }
+        }
+        Ok(prog.finish())
+    }
+
+    async fn generate_unfused(
+        &mut self,
+        req: &GenerationRequest<'_>,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<TokenGeneration> {
+        let p = &req.sampler;
+        let n = req.prompt.len() as u32;
+        let mut prog = Progress::new();
+        let mut sequence = req.prompt.to_vec();
+        let last = self.prefill_all_but_last(req.prompt)?;
+        prog.out.submits += u64::from(last.div_ceil(self.acts.max_batch.max(1)));
+        prog.out.dispatches += u64::from(self.prefill.dispatches()) * u64::from(prog.out.submits);
+        let vocab_bytes = u64::from(self.config.vocab_size) * 4;
+        for i in 0..req.max_tokens {
+            let ctx = &self.ctx;
+            if i > 0 {
+                // The token chosen on the host goes back to the GPU: id and position.
+                let pos = n + i - 1;
+                ctx.queue.write_buffer(
+                    &self.acts.tokens,
+                    u64::from(pos) * 4,
+                    bytemuck::bytes_of(&sequence[pos as usize]),
+                );
+                ctx.queue.write_buffer(
+                    &self.acts.state,
+                    0,
+                    bytemuck::bytes_of(&DecodeState::new(pos, 1)),
+                );
+            }
+            let mut enc = Self::encoder(ctx);
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                if i == 0 {
+                    self.prefill.record(&mut pass, n - last)?;
+                } else {
+                    self.decode.record(&mut pass, 1)?;
+                }
+            }
+            let read = StagedRead::copy(&ctx.device, &mut enc, &self.acts.logits, 0, vocab_bytes);
+            let read = read.submitted(ctx.queue.submit([enc.finish()]));
+            prog.out.submits += 1;
+            prog.out.dispatches += u64::from(if i == 0 {
+                self.prefill.dispatches()
+            } else {
+                self.decode.dispatches()
+            });
+            prog.out.decode_steps += u64::from(i > 0);
+            let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&read.read(&ctx.device).await?);
+            let position = n + i;
+            let counts = reference::window_counts(&sequence, position as usize, p.penalty_last_n);
+            let id = reference::sample(&logits, &counts, p, position);
+            sequence.push(id);
+            if !prog.accept(id, p, req.max_tokens, on_token) {
+                break;
+            }
+        }
+        Ok(prog.finish())
+    }
+}
