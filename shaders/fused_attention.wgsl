@@ -74,9 +74,19 @@ fn a_load8(u: u32) -> W8 {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
     let h = wg.x;
     let c = wg.y;
+    // Rows of Wo this workgroup projects: block wg.z of nwg.z (the host splits the rows when
+    // there are few head-chunks, so short contexts still spread over many workgroups).
+    let per_block = (((p.n_embd + nwg.z - 1u) / nwg.z + 31u) / 32u) * 32u;
+    let r_begin = min(wg.z * per_block, p.n_embd);
+    let r_end = min(r_begin + per_block, p.n_embd);
+    let lead = wg.z == 0u; // writes the KV append and (m, l)
     if lid == 0u {
         // 0 when done, or when this chunk starts past the visible positions.
         let len = state.pos + 1u;
@@ -100,7 +110,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     for (var d = lid; d < hd; d += WG) {
         q_sh[d] = qkv[h * hd + d] * p.scale;
-        if h % group == 0u && pos < c0 + n && pos < p.n_ctx {
+        if lead && h % group == 0u && pos < c0 + n && pos < p.n_ctx {
             k_cache[cache + pos * hd + d] = kv_t(qkv[k_new + d]);
             v_cache[cache + pos * hd + d] = kv_t(qkv[v_new + d]);
         }
@@ -118,9 +128,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             }
         } else {
             let kb = cache + t * hd;
-            for (var d = 0u; d < hd; d++) {
-                s += q_sh[d] * f32(k_cache[kb + d]);
+            // 8 independent loads per iteration (head_dim % 8 == 0) keep the memory busy.
+            var s2 = vec4<f32>();
+            for (var d = 0u; d < hd; d += 8u) {
+                let a = vec4<f32>(f32(k_cache[kb + d]), f32(k_cache[kb + d + 1u]),
+                                  f32(k_cache[kb + d + 2u]), f32(k_cache[kb + d + 3u]));
+                let b = vec4<f32>(f32(k_cache[kb + d + 4u]), f32(k_cache[kb + d + 5u]),
+                                  f32(k_cache[kb + d + 6u]), f32(k_cache[kb + d + 7u]));
+                s2 += a * vec4<f32>(q_sh[d], q_sh[d + 1u], q_sh[d + 2u], q_sh[d + 3u])
+                    + b * vec4<f32>(q_sh[d + 4u], q_sh[d + 5u], q_sh[d + 6u], q_sh[d + 7u]);
             }
+            s = s2.x + s2.y + s2.z + s2.w;
         }
     }
     let m = reduce(lid, s, true);
@@ -163,11 +181,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let lane = lid % OUT_LANES;
     let rows_per_step = WG / OUT_LANES;
     let out = (h * p.max_chunks + c) * (p.n_embd + 2u);
-    for (var b0 = 0u; b0 < p.n_embd; b0 += rows_per_step * RPT) {
+    for (var b0 = r_begin; b0 < r_end; b0 += rows_per_step * RPT) {
         for (var i = 0u; i < RPT; i++) {
             let row = b0 + i * rows_per_step + lid / OUT_LANES;
             var y = 0.0;
-            if row < p.n_embd {
+            if row < r_end {
                 for (var u = lane; u < units; u += OUT_LANES) {
                     y += dot8(wo_load8(row, u0 + u, n_q), a_load8(u));
                 }
@@ -176,7 +194,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         workgroupBarrier();
         let row = b0 + lid;
-        if lid < rows_per_step * RPT && row < p.n_embd {
+        if lid < rows_per_step * RPT && row < r_end {
             let at = (lid / rows_per_step) * WG + (lid % rows_per_step) * OUT_LANES;
             var y = 0.0;
             for (var j = 0u; j < OUT_LANES; j++) {
@@ -186,7 +204,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         workgroupBarrier();
     }
-    if lid == 0u {
+    if lid == 0u && lead {
         part[out + p.n_embd] = m;
         part[out + p.n_embd + 1u] = l;
     }

@@ -62,7 +62,16 @@ fn main(
     let units = (p.n_ff + 7u) / 8u;
     var acc = 0.0;
     if row < p.n_embd {
-        for (var u = lane; u < units; u += LANES) {
+        var u = lane;
+        for (; u + 3u * LANES < units; u += 4u * LANES) {
+            let w0 = w_load8(row, u, p.n_ff);
+            let w1 = w_load8(row, u + LANES, p.n_ff);
+            let w2 = w_load8(row, u + 2u * LANES, p.n_ff);
+            let w3 = w_load8(row, u + 3u * LANES, p.n_ff);
+            acc += (dot8(w0, h_load8(u)) + dot8(w1, h_load8(u + LANES)))
+                + (dot8(w2, h_load8(u + 2u * LANES)) + dot8(w3, h_load8(u + 3u * LANES)));
+        }
+        for (; u < units; u += LANES) {
             acc += dot8(w_load8(row, u, p.n_ff), h_load8(u));
         }
     }

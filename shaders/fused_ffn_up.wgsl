@@ -104,13 +104,24 @@ fn main(
     workgroupBarrier();
     var ss = 0.0;
     for (var i = lid; i < n; i += WG) {
-        var v = x[i];
-        for (var h = 0u; h < p.n_head; h++) {
-            for (var c = 0u; c < n_chunks; c++) {
-                let b = h * p.max_chunks + c;
-                v += wts[b] * part[b * stride + i];
-            }
+        // Four independent partial sums, so four loads are in flight at a time.
+        var acc = vec4<f32>();
+        let terms = p.n_head * n_chunks;
+        var hc = 0u;
+        for (; hc + 4u <= terms; hc += 4u) {
+            let b0 = (hc / n_chunks) * p.max_chunks + hc % n_chunks;
+            let b1 = ((hc + 1u) / n_chunks) * p.max_chunks + (hc + 1u) % n_chunks;
+            let b2 = ((hc + 2u) / n_chunks) * p.max_chunks + (hc + 2u) % n_chunks;
+            let b3 = ((hc + 3u) / n_chunks) * p.max_chunks + (hc + 3u) % n_chunks;
+            acc += vec4<f32>(wts[b0], wts[b1], wts[b2], wts[b3]) * vec4<f32>(
+                part[b0 * stride + i], part[b1 * stride + i],
+                part[b2 * stride + i], part[b3 * stride + i]);
         }
+        for (; hc < terms; hc++) {
+            let b = (hc / n_chunks) * p.max_chunks + hc % n_chunks;
+            acc.x += wts[b] * part[b * stride + i];
+        }
+        let v = x[i] + ((acc.x + acc.y) + (acc.z + acc.w));
         xn[i] = v;
         ss += v * v;
     }
@@ -136,7 +147,18 @@ fn main(
     var a_g = 0.0;
     var a_u = 0.0;
     if row < p.n_ff {
-        for (var u = lane; u < units; u += LANES) {
+        var u = lane;
+        for (; u + LANES < units; u += 2u * LANES) {
+            let x0 = xn_load8(u);
+            let x1 = xn_load8(u + LANES);
+            let g0 = wgate_load8(row, u, n);
+            let g1 = wgate_load8(row, u + LANES, n);
+            let u0 = wup_load8(row, u, n);
+            let u1 = wup_load8(row, u + LANES, n);
+            a_g += dot8(g0, x0) + dot8(g1, x1);
+            a_u += dot8(u0, x0) + dot8(u1, x1);
+        }
+        if u < units {
             let xv = xn_load8(u);
             a_g += dot8(wgate_load8(row, u, n), xv);
             a_u += dot8(wup_load8(row, u, n), xv);

@@ -123,15 +123,33 @@ fn main(
     var acc = 0.0;
     if slot < total {
         if region == 0u {
-            for (var u = lane; u < units; u += LANES) {
+            var u = lane;
+            for (; u + LANES < units; u += 2u * LANES) {
+                let w0 = wq_load8(row, u, n);
+                let w1 = wq_load8(row, u + LANES, n);
+                acc += dot8(w0, xn_load8(u)) + dot8(w1, xn_load8(u + LANES));
+            }
+            if u < units {
                 acc += dot8(wq_load8(row, u, n), xn_load8(u));
             }
         } else if region == 1u {
-            for (var u = lane; u < units; u += LANES) {
+            var u = lane;
+            for (; u + LANES < units; u += 2u * LANES) {
+                let w0 = wk_load8(row, u, n);
+                let w1 = wk_load8(row, u + LANES, n);
+                acc += dot8(w0, xn_load8(u)) + dot8(w1, xn_load8(u + LANES));
+            }
+            if u < units {
                 acc += dot8(wk_load8(row, u, n), xn_load8(u));
             }
         } else {
-            for (var u = lane; u < units; u += LANES) {
+            var u = lane;
+            for (; u + LANES < units; u += 2u * LANES) {
+                let w0 = wv_load8(row, u, n);
+                let w1 = wv_load8(row, u + LANES, n);
+                acc += dot8(w0, xn_load8(u)) + dot8(w1, xn_load8(u + LANES));
+            }
+            if u < units {
                 acc += dot8(wv_load8(row, u, n), xn_load8(u));
             }
         }

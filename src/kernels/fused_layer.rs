@@ -3,7 +3,7 @@
 //! | dispatch | WGSL | work | workgroups |
 //! |---|---|---|---|
 //! | 1 | `fused_qkv` | RMS norm, Q/K/V projections, RoPE | (n_q + 2 n_kv) / 8 |
-//! | 2 | `fused_attention` | KV append, attention over a chunk, the chunk's output projection | n_head × chunks |
+//! | 2 | `fused_attention` | KV append, attention over a chunk, the chunk's output projection | n_head × chunks × row blocks |
 //! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / 8 |
 //! | 4 | `fused_ffn_down` | down projection + residual | n_embd / 8 |
 //!
@@ -29,6 +29,8 @@ pub const ROWS_PER_WORKGROUP: u32 = 8;
 pub const MAX_EMBD: u32 = 2048;
 /// Key positions per attention workgroup (`CHUNK` in fused_attention.wgsl).
 pub const ATTENTION_CHUNK: u32 = 256;
+/// Workgroups the attention dispatch aims for (Wo's rows are split into blocks to reach it).
+pub const ATTENTION_MIN_GROUPS: u32 = 64;
 /// Largest `n_head × chunks` the combine in fused_ffn_up.wgsl holds.
 pub const MAX_HEAD_CHUNKS: u32 = 1024;
 /// Largest head_dim of fused_attention.wgsl.
@@ -247,6 +249,7 @@ pub struct FusedAttentionCall {
     bound: Bound,
     n_head: u32,
     max_chunks: u32,
+    n_embd: u32,
 }
 
 impl FusedAttention {
@@ -304,6 +307,7 @@ impl FusedAttention {
             bound: self.pipeline.bind(ctx, &params, &buffers)?,
             n_head: s.n_head,
             max_chunks: s.max_chunks(),
+            n_embd: s.n_embd,
         })
     }
 }
@@ -312,7 +316,12 @@ impl FusedAttentionCall {
     /// Records attention for a step whose visible length is at most `max_len` positions.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, max_len: u32) {
         let chunks = max_len.div_ceil(ATTENTION_CHUNK).clamp(1, self.max_chunks);
-        self.bound.dispatch(pass, [self.n_head, chunks, 1]);
+        // Few head-chunks (short contexts): split Wo's rows too, so at least ~64 workgroups
+        // stream the projection (one workgroup streams only ~10 GB/s).
+        let blocks = ATTENTION_MIN_GROUPS
+            .div_ceil(self.n_head * chunks)
+            .clamp(1, self.n_embd.div_ceil(32));
+        self.bound.dispatch(pass, [self.n_head, chunks, blocks]);
     }
 }
 

@@ -303,6 +303,11 @@ impl GpuWeight {
     pub fn chunks(&self) -> &[WeightChunk] {
         &self.chunks
     }
+
+    /// Bytes of the whole weight on the GPU (what a matrix–vector product streams).
+    pub fn gpu_bytes(&self) -> u64 {
+        self.format.gpu_row_bytes(u64::from(self.k)) * u64::from(self.n)
+    }
 }
 
 /// Rows per chunk so that a chunk (padded to 4 bytes) fits `max_bytes` and starts on a word.

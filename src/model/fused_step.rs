@@ -140,6 +140,27 @@ impl Choice {
         })
     }
 
+    /// (role, record) of the head, the selection and the choice, for profiling.
+    pub fn roles(&self, head_bytes: u64) -> Vec<RoleCall<'_>> {
+        vec![
+            RoleCall {
+                role: "norm+head+penalties",
+                bytes: head_bytes,
+                record: Box::new(move |p| self.head.record(p)),
+            },
+            RoleCall {
+                role: "sample-select",
+                bytes: 0,
+                record: Box::new(move |p| self.select.record(p)),
+            },
+            RoleCall {
+                role: "sample-choose",
+                bytes: 0,
+                record: Box::new(move |p| self.choose.record(p)),
+            },
+        ]
+    }
+
     /// Head, candidate selection (when sampling), choice + bookkeeping.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, sampling: bool) {
         self.head.record(pass);
@@ -154,7 +175,16 @@ impl Choice {
     }
 }
 
+/// One dispatch of a fused step, for profiling: its role and the bytes it must stream.
+pub struct RoleCall<'a> {
+    pub role: &'static str,
+    pub bytes: u64,
+    pub record: Box<dyn Fn(&mut wgpu::ComputePass<'_>) + 'a>,
+}
+
 struct FusedLayer {
+    /// Weight bytes of (qkv, o, gate + up, down).
+    bytes: [u64; 4],
     qkv: FusedCall,
     attention: FusedAttentionCall,
     ffn_up: FusedCall,
@@ -221,6 +251,12 @@ impl FusedDecode {
             }
             let b = &buffers;
             layers.push(FusedLayer {
+                bytes: [
+                    w.wq.gpu_bytes() + w.wk.gpu_bytes() + w.wv.gpu_bytes(),
+                    w.wo.gpu_bytes(),
+                    w.w_gate.gpu_bytes() + w.w_up.gpu_bytes(),
+                    w.w_down.gpu_bytes(),
+                ],
                 qkv: qkv_k[&fq].bind(
                     ctx,
                     &s,
@@ -292,6 +328,35 @@ impl FusedDecode {
             l.ffn_down.record(pass);
         }
         Ok(())
+    }
+
+    /// The body's dispatches one by one with their roles, for a step that sees `len`
+    /// positions; `kv_bytes_per_position` is one layer's K+V bytes per position and head.
+    pub fn roles(&self, len: u32, kv_bytes_per_position: u64, n_head: u64) -> Vec<RoleCall<'_>> {
+        let mut out = Vec::new();
+        for l in &self.layers {
+            out.push(RoleCall {
+                role: "norm+qkv+rope",
+                bytes: l.bytes[0],
+                record: Box::new(move |p| l.qkv.record(p)),
+            });
+            out.push(RoleCall {
+                role: "kv-append+attention+o-proj",
+                bytes: l.bytes[1] + kv_bytes_per_position * u64::from(len) * n_head,
+                record: Box::new(move |p| l.attention.record(p, len)),
+            });
+            out.push(RoleCall {
+                role: "combine+norm+gate/up+swiglu",
+                bytes: l.bytes[2],
+                record: Box::new(move |p| l.ffn_up.record(p)),
+            });
+            out.push(RoleCall {
+                role: "down+residual",
+                bytes: l.bytes[3],
+                record: Box::new(move |p| l.ffn_down.record(p)),
+            });
+        }
+        out
     }
 
     /// Dispatches of one body (embed + 4 per layer).

@@ -133,6 +133,33 @@ impl GpuModel {
         })
     }
 
+    /// Bytes of one KV-cache value (4 for f32, 2 for f16).
+    pub fn kv_bytes_per_value(&self) -> u64 {
+        self.kv.bytes()
+    }
+
+    /// Bytes of the output head on the GPU.
+    pub fn head_bytes(&self) -> u64 {
+        self.weights.head().gpu_bytes()
+    }
+
+    /// Weight bytes one decode step streams: every layer matrix and the output head (the
+    /// norms and one embedding row are negligible and not counted).
+    pub fn decode_weight_bytes(&self) -> u64 {
+        let layers: u64 = self
+            .weights
+            .layers
+            .iter()
+            .map(|l| {
+                [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
+                    .into_iter()
+                    .map(|w| w.gpu_bytes())
+                    .sum::<u64>()
+            })
+            .sum();
+        layers + self.head_bytes()
+    }
+
     pub fn config(&self) -> &ModelConfig {
         &self.config
     }

@@ -10,6 +10,8 @@ macro_rules! out {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+mod bench_cmd;
+#[cfg(not(target_arch = "wasm32"))]
 mod generate_cmd;
 #[cfg(not(target_arch = "wasm32"))]
 mod model_cmds;
@@ -43,6 +45,9 @@ fn main() -> std::process::ExitCode {
         Tokenize(model_cmds::TokenizeArgs),
         /// Generate text on the GPU, streaming it to stdout (or --json).
         Generate(generate_cmd::GenerateArgs),
+        /// Benchmark every strategy side by side (decode/prefill tok/s, TTFT, dispatches,
+        /// speed-up vs unfused; --toy grid, --profile per kernel role) and print JSON.
+        Bench(bench_cmd::BenchArgs),
         /// Write a tiny random Llama GGUF (byte vocab, ChatML) for tests.
         #[command(hide = true)]
         SyntheticModel(synthetic_cmd::SyntheticArgs),
@@ -54,6 +59,7 @@ fn main() -> std::process::ExitCode {
         Command::Inspect(args) => model_cmds::inspect(args),
         Command::Tokenize(args) => model_cmds::tokenize(args),
         Command::Generate(args) => generate_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
         Command::SyntheticModel(args) => synthetic_cmd::run(args),
     };
     match result {
