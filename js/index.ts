@@ -22,6 +22,8 @@ export type {
   TimerKind,
   LoadOptions,
   GenerateOptions,
+  SamplingOptions,
+  Strategy,
   GenerateResult,
   GenerateTimings,
   StopReason,

@@ -432,6 +432,7 @@ impl FusedFfnDown {
         Ok(Self { pipeline })
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
         ctx: &GpuContext,

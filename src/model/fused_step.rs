@@ -230,24 +230,18 @@ impl FusedDecode {
         let mut layers = Vec::with_capacity(weights.layers.len());
         for (l, w) in weights.layers.iter().enumerate() {
             let fq = [w.wq.format, w.wk.format, w.wv.format];
-            if !qkv_k.contains_key(&fq) {
-                qkv_k.insert(fq, FusedQkv::new(ctx, fq[0], fq[1], fq[2]).await?);
+            if let std::collections::hash_map::Entry::Vacant(e) = qkv_k.entry(fq) {
+                e.insert(FusedQkv::new(ctx, fq[0], fq[1], fq[2]).await?);
             }
-            if !att_k.contains_key(&w.wo.format) {
-                att_k.insert(
-                    w.wo.format,
-                    FusedAttention::new(ctx, kv, w.wo.format).await?,
-                );
+            if let std::collections::hash_map::Entry::Vacant(e) = att_k.entry(w.wo.format) {
+                e.insert(FusedAttention::new(ctx, kv, w.wo.format).await?);
             }
             let fu = [w.w_gate.format, w.w_up.format];
-            if !up_k.contains_key(&fu) {
-                up_k.insert(fu, FusedFfnUp::new(ctx, fu[0], fu[1]).await?);
+            if let std::collections::hash_map::Entry::Vacant(e) = up_k.entry(fu) {
+                e.insert(FusedFfnUp::new(ctx, fu[0], fu[1]).await?);
             }
-            if !down_k.contains_key(&w.w_down.format) {
-                down_k.insert(
-                    w.w_down.format,
-                    FusedFfnDown::new(ctx, w.w_down.format).await?,
-                );
+            if let std::collections::hash_map::Entry::Vacant(e) = down_k.entry(w.w_down.format) {
+                e.insert(FusedFfnDown::new(ctx, w.w_down.format).await?);
             }
             let b = &buffers;
             layers.push(FusedLayer {

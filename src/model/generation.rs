@@ -245,7 +245,7 @@ impl GpuModel {
         self.write_sampler(p, req.prompt);
         let last = self.prefill_all_but_last(req.prompt)?;
         prog.out.submits += u64::from(last.div_ceil(self.acts.max_batch.max(1)));
-        prog.out.dispatches += u64::from(self.prefill.dispatches()) * u64::from(prog.out.submits);
+        prog.out.dispatches += u64::from(self.prefill.dispatches()) * prog.out.submits;
         let ctx = &self.ctx;
         let mut pending: VecDeque<(StagedRead, u32)> = VecDeque::new();
 
@@ -273,7 +273,7 @@ impl GpuModel {
 
         while let Some((read, count)) = pending.pop_front() {
             // Keep the GPU busy: queue the next chunk before waiting for this one.
-            while pending.len() < 1 && recorded < req.max_tokens {
+            while pending.is_empty() && recorded < req.max_tokens {
                 let steps = chunk.min(req.max_tokens - recorded);
                 let mut enc = Self::encoder(ctx);
                 {
@@ -318,7 +318,7 @@ impl GpuModel {
         let mut sequence = req.prompt.to_vec();
         let last = self.prefill_all_but_last(req.prompt)?;
         prog.out.submits += u64::from(last.div_ceil(self.acts.max_batch.max(1)));
-        prog.out.dispatches += u64::from(self.prefill.dispatches()) * u64::from(prog.out.submits);
+        prog.out.dispatches += u64::from(self.prefill.dispatches()) * prog.out.submits;
         let vocab_bytes = u64::from(self.config.vocab_size) * 4;
         for i in 0..req.max_tokens {
             let ctx = &self.ctx;

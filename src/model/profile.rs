@@ -108,7 +108,11 @@ impl GpuModel {
             steps.push(t.gpu.unwrap_or(t.wall) * 1e6);
         }
         Ok(StepProfile {
-            timer: if wall_clock { "wall-clock" } else { "timestamp-query" },
+            timer: if wall_clock {
+                "wall-clock"
+            } else {
+                "timestamp-query"
+            },
             context: len,
             sum_of_roles_microseconds: roles.iter().map(|r| r.microseconds_per_step).sum(),
             roles,

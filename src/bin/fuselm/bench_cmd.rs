@@ -160,7 +160,9 @@ fn markdown(rows: &[Value]) -> String {
             d["median"].as_f64().unwrap_or(0.0),
             d["min"].as_f64().unwrap_or(0.0),
             d["max"].as_f64().unwrap_or(0.0),
-            r["prefillTokensPerSecond"]["median"].as_f64().unwrap_or(0.0),
+            r["prefillTokensPerSecond"]["median"]
+                .as_f64()
+                .unwrap_or(0.0),
             r["timeToFirstTokenMs"]["median"].as_f64().unwrap_or(0.0),
             r["dispatchesPerToken"],
             r["submitsPerToken"].as_f64().unwrap_or(0.0),

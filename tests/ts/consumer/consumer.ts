@@ -86,8 +86,25 @@ export async function generateText(url: string, bytes: Uint8Array): Promise<stri
     await model.generate(42);
     // @ts-expect-error maxTokens is a number
     await model.generate("Hi", { maxTokens: "16" });
-    // @ts-expect-error no such option
-    await model.generate("Hi", { temperature: 0.7 });
+    const sampled: GenerateResult = await model.generate("Hi", {
+      strategy: "fused",
+      chunkTokens: 16,
+      temperature: 0.7,
+      topK: 40,
+      topP: 0.95,
+      minP: 0.05,
+      repetitionPenalty: 1.1,
+      frequencyPenalty: 0.1,
+      presencePenalty: 0.1,
+      penaltyLastN: 64,
+      seed: 42,
+    });
+    console.log(sampled.tokens.length);
+    await model.generate("Hi", { strategy: "unfused" });
+    // @ts-expect-error strategy is a closed union
+    await model.generate("Hi", { strategy: "megakernel" });
+    // @ts-expect-error topK is a number
+    await model.generate("Hi", { topK: "40" });
     // @ts-expect-error text is a string
     const wrong: number = result.text;
     // @ts-expect-error stopReason is a closed union
