@@ -10,6 +10,11 @@
 //!   position with margin >= 0.01 (the prefill path every strategy shares);
 //! * the first steps' top-5 logits are within `TOP5_TOLERANCE` of the reference's.
 //!
+//! On lavapipe (CI) a generation of 64 tokens takes minutes, so by default every strategy runs
+//! greedy on `CI_PROMPTS` (short, chat and one ~270-token prompt) and teacher forcing covers
+//! all ten; `FUSELM_EXACT_ALL=1` runs every strategy on all ten prompts (done on the GPU
+//! machine, bench/exact-gpu.sh).
+//!
 //! llama.cpp (tests/fixtures/llama.cpp) stays a loose cross-check: it rounds activations to 8
 //! bits (|Δlogit| up to ~0.57 from exact), so its greedy ids are compared only up to its first
 //! top-2 margin below 0.6.
@@ -27,6 +32,8 @@ const MARGIN: f64 = 0.01;
 const TOP5_TOLERANCE: f64 = 2e-3;
 const LLAMA_CPP_NOISE: f64 = 0.6;
 const MAX_TOKENS: usize = 64;
+/// Prompts (indices into the fixture) every strategy generates from on CI.
+const CI_PROMPTS: [usize; 3] = [0, 3, 9];
 
 struct Case {
     prompt: String,
@@ -120,11 +127,20 @@ fn smollm2_every_strategy_meets_the_exact_reference() {
             .unwrap();
         let vocab = gpu.config().vocab_size as usize;
         let (mut forced, mut max_top5) = (0usize, 0f64);
-        for case in load("exact/smollm2/exact_greedy.jsonl") {
+        let all = std::env::var("FUSELM_EXACT_ALL").is_ok_and(|v| v == "1");
+        for (index, case) in load("exact/smollm2/exact_greedy.jsonl")
+            .into_iter()
+            .enumerate()
+        {
             let n_rule = first_below(&case.margins, MARGIN)
                 .min(MAX_TOKENS)
                 .min(case.greedy_ids.len());
-            for strategy in Strategy::ALL {
+            let strategies: &[Strategy] = if all || CI_PROMPTS.contains(&index) {
+                &Strategy::ALL
+            } else {
+                &[]
+            };
+            for &strategy in strategies {
                 let got = greedy(&mut gpu, strategy, &case.prompt_ids).await;
                 let n = n_rule.min(got.len());
                 assert_eq!(
@@ -179,7 +195,10 @@ fn smollm2_every_strategy_meets_the_exact_reference() {
         );
 
         // llama.cpp cross-check: fused greedy ids up to llama.cpp's first margin below its noise.
-        for case in load("llama.cpp/smollm2/greedy.jsonl") {
+        for case in load("llama.cpp/smollm2/greedy.jsonl")
+            .into_iter()
+            .take(if all { 5 } else { 1 })
+        {
             let got = greedy(&mut gpu, Strategy::Fused, &case.prompt_ids).await;
             let n = first_below(&case.margins, LLAMA_CPP_NOISE)
                 .min(got.len())
