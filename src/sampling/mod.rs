@@ -114,6 +114,13 @@ impl SamplingOptions {
                 "temperature must be finite and >= 0, got {t}"
             )));
         }
+        if t > 0.0 && t < f32::MIN_POSITIVE {
+            // 1/t would overflow to infinity in f32.
+            return Err(invalid(format!(
+                "temperature must be 0 (greedy) or at least {:e}, got {t:e}",
+                f32::MIN_POSITIVE
+            )));
+        }
         let top_k = self.top_k.unwrap_or(0);
         if top_k > MAX_CANDIDATES {
             return Err(invalid(format!(

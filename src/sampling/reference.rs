@@ -19,7 +19,8 @@ pub fn penalize(logit: f32, count: u32, p: &SamplerParams) -> f32 {
     r - (count as f32 * p.frequency + p.presence)
 }
 
-/// Occurrences of each id in `sequence[position - last_n .. position]`.
+/// Occurrences of each id in `sequence[position - last_n .. position]` (saturating at 0; the
+/// end is clamped to the sequence's length).
 pub fn window_counts(sequence: &[u32], position: usize, last_n: u32) -> HashMap<u32, u32> {
     let end = position.min(sequence.len());
     let start = position.saturating_sub(last_n as usize).min(end);
@@ -30,13 +31,50 @@ pub fn window_counts(sequence: &[u32], position: usize, last_n: u32) -> HashMap<
     counts
 }
 
-/// Candidates after penalties, temperature and every filter: `(id, q)` best first, where
-/// `q = exp(z - z_max)` is the unnormalised probability. Empty when greedy.
+/// The candidate order as an integer sort key: ascending keys are z descending, then id
+/// ascending (`better` in shaders/sampler_params.wgsl). The comparison is IEEE's: -0.0 and
+/// 0.0 tie (and go by id). z is never NaN here.
+fn order_key(z: f32, id: u32) -> u64 {
+    // -0.0 + 0.0 = +0.0; then the bits, flipped for negatives, increase with z.
+    let bits = (z + 0.0).to_bits();
+    let ascending = if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 0x8000_0000
+    };
+    (u64::from(!ascending) << 32) | u64::from(id)
+}
+
+/// The greedy choice: the largest penalised logit, ties to the lowest id, NaN never chosen;
+/// `None` when every logit is NaN (the sampler then returns 0).
+fn argmax(logits: &[f32], counts: &HashMap<u32, u32>, p: &SamplerParams) -> Option<u32> {
+    let mut best: Option<(f32, u32)> = None;
+    for (i, &l) in logits.iter().enumerate() {
+        let id = i as u32;
+        let v = penalize(l, counts.get(&id).copied().unwrap_or(0), p);
+        if v.is_nan() {
+            continue;
+        }
+        if best.is_none_or(|(bv, _)| v > bv) {
+            best = Some((v, id));
+        }
+    }
+    best.map(|(_, id)| id)
+}
+
+/// The tokens [`sample`] draws from, after penalties, temperature and every filter: `(id, q)`
+/// best first, where `q = exp(z - z_0)` (f32) is the unnormalised probability. Greedy: the
+/// argmax alone with `q = 1`. Empty when every logit is NaN.
 pub fn candidates(
     logits: &[f32],
     counts: &HashMap<u32, u32>,
     p: &SamplerParams,
 ) -> Vec<(u32, f32)> {
+    if p.greedy() {
+        return argmax(logits, counts, p)
+            .map(|id| vec![(id, 1.0)])
+            .unwrap_or_default();
+    }
     let mut z: Vec<(f32, u32)> = logits
         .iter()
         .enumerate()
@@ -47,8 +85,14 @@ pub fn candidates(
         })
         .filter(|(v, _)| !v.is_nan())
         .collect();
-    z.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    z.truncate(MAX_CANDIDATES as usize);
+    // The order is total (ids are distinct), so selecting the best 128 and sorting only those
+    // gives exactly the head of a full sort.
+    let cap = MAX_CANDIDATES as usize;
+    if z.len() > cap {
+        z.select_nth_unstable_by_key(cap - 1, |&(v, id)| order_key(v, id));
+        z.truncate(cap);
+    }
+    z.sort_unstable_by_key(|&(v, id)| order_key(v, id));
     let mut n = z.len().min(p.top_k as usize);
     if n == 0 {
         return Vec::new();
@@ -70,6 +114,7 @@ pub fn candidates(
         }
     }
     if p.min_p > 0.0 {
+        // q_0 = 1 >= min_p: at least one candidate stays.
         if let Some(i) = (1..n).find(|&i| q[i] < p.min_p) {
             n = i;
         }
@@ -81,21 +126,11 @@ pub fn candidates(
         .collect()
 }
 
-/// The id the sampler chooses for sequence `position` given the raw `logits`.
+/// The id the sampler chooses for the token at sequence `position` (the RNG counter) given the
+/// raw `logits` and the penalty window's `counts` ([`window_counts`]).
 pub fn sample(logits: &[f32], counts: &HashMap<u32, u32>, p: &SamplerParams, position: u32) -> u32 {
     if p.greedy() {
-        let mut best: Option<(f32, u32)> = None;
-        for (i, &l) in logits.iter().enumerate() {
-            let id = i as u32;
-            let v = penalize(l, counts.get(&id).copied().unwrap_or(0), p);
-            if v.is_nan() {
-                continue;
-            }
-            if best.is_none_or(|(bv, _)| v > bv) {
-                best = Some((v, id));
-            }
-        }
-        return best.map_or(0, |(_, id)| id);
+        return argmax(logits, counts, p).unwrap_or(0);
     }
     let cands = candidates(logits, counts, p);
     let Some(&(last, _)) = cands.last() else {
@@ -116,13 +151,17 @@ pub fn sample(logits: &[f32], counts: &HashMap<u32, u32>, p: &SamplerParams, pos
     last
 }
 
-/// The exact distribution [`sample`] draws from, normalised (for tests).
+/// The exact distribution [`sample`] draws from, normalised in f64, best first (for tests).
+/// Greedy: the argmax with probability 1; every logit NaN: id 0 with probability 1.
 pub fn probabilities(
     logits: &[f32],
     counts: &HashMap<u32, u32>,
     p: &SamplerParams,
 ) -> Vec<(u32, f64)> {
     let cands = candidates(logits, counts, p);
+    if cands.is_empty() {
+        return vec![(0, 1.0)];
+    }
     let total: f64 = cands.iter().map(|&(_, q)| f64::from(q)).sum();
     cands
         .into_iter()
