@@ -38,9 +38,14 @@ export class Model {
   }
 
   /**
-   * Greedy generation from `prompt` (with `{ chat: true }`, rendered as a user message with the
-   * model's chat template). Rejects with kind "busy" while another generation of this model
-   * runs, "limit-exceeded" when the prompt plus `maxTokens` exceed the model's `nCtx`.
+   * Generates from `prompt` (with `{ chat: true }`, rendered as a user message with the model's
+   * chat template). Greedy by default; `temperature`, `topK`, `topP`, `minP`, the penalties and
+   * `seed` sample instead (the same seed gives the same tokens on every strategy and adapter).
+   * `strategy` picks how it runs: "fused" (default; sampling on the GPU, `chunkTokens` steps per
+   * compute pass) or "unfused" (the baseline: one submit and logits readback per token). Rejects
+   * with kind "busy" while another generation of this model runs, "limit-exceeded" when the
+   * prompt plus `maxTokens` exceed the model's `nCtx`, "invalid-argument" for an out-of-range
+   * setting.
    */
   async generate(prompt: string, options?: GenerateOptions): Promise<GenerateResult> {
     try {

@@ -1,6 +1,8 @@
-// The generation page: load a GGUF model from a URL, generate greedily, show text, ids and timings.
-// Query parameters prefill the form: ?model=URL&prompt=TEXT&maxTokens=N&chat=0|1, and ?autorun
-// generates on load (what tests/site uses). In your own site: `import { loadModel } from "fuselm"`.
+// The generation page: load a GGUF model from a URL, generate (greedy at temperature 0, else
+// sampled with top-k and a seed) with the fused or unfused strategy, show text, ids and timings.
+// Query parameters prefill the form: ?model=URL&prompt=TEXT&maxTokens=N&chat=0|1&strategy=S
+// &temperature=T&topK=K&seed=N, and ?autorun generates on load (what tests/site uses).
+// In your own site: `import { loadModel } from "fuselm"`.
 import { loadModel, FuselmError } from "../../dist/index.js";
 
 const $ = (id) => document.getElementById(id);
@@ -8,6 +10,10 @@ const params = new URLSearchParams(location.search);
 $("model").value = params.get("model") ?? "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 if (params.has("prompt")) $("prompt").value = params.get("prompt");
 if (params.has("maxTokens")) $("max-tokens").value = params.get("maxTokens");
+if (params.has("strategy")) $("strategy").value = params.get("strategy");
+if (params.has("temperature")) $("temperature").value = params.get("temperature");
+if (params.has("topK")) $("top-k").value = params.get("topK");
+if (params.has("seed")) $("seed").value = params.get("seed");
 // A test passing a prompt wants it verbatim unless it asks for the chat template.
 if (params.has("chat") || params.has("prompt")) $("chat").checked = params.get("chat") === "1";
 
@@ -53,14 +59,22 @@ async function run(event) {
       ["context (trained / loaded nCtx)", `${info.contextLength} / ${info.nCtx}`], ["tied output", info.tiedOutput],
     ]);
     $("status").textContent = "generating…";
-    const result = await model.generate($("prompt").value, {
+    const temperature = Number($("temperature").value);
+    const options = {
       chat: $("chat").checked,
       maxTokens: Number($("max-tokens").value),
-    });
+      strategy: $("strategy").value,
+      temperature,
+    };
+    // top-k and the seed only matter when sampling.
+    if (temperature > 0) Object.assign(options, { topK: Number($("top-k").value), seed: Number($("seed").value) });
+    const result = await model.generate($("prompt").value, options);
     const t = result.timings;
     $("text").textContent = result.text;
     $("tokens").textContent = result.tokens.join(" ");
     rows($("stats"), [
+      ["strategy", options.strategy],
+      ["sampling", temperature > 0 ? `temperature ${temperature}, top-k ${options.topK}, seed ${options.seed}` : "greedy"],
       ["stop reason", result.stopReason],
       ["prompt tokens", result.promptTokens.length], ["generated tokens", result.tokens.length],
       ["prefill", `${t.prefillSeconds.toFixed(3)} s (${t.promptTokensPerSecond.toFixed(1)} tok/s)`],

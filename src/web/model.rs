@@ -73,8 +73,10 @@ export class Model {
     private constructor();
     free(): void;
     /**
-     * Greedy generation from `prompt`. Rejects with kind "busy" while another generation of
-     * this model runs, "limit-exceeded" when prompt + `maxTokens` exceed `nCtx`.
+     * Generation from `prompt`: greedy by default, sampled with `temperature` and the other
+     * sampling options; `strategy` "fused" (default) or "unfused". Rejects with kind "busy"
+     * while another generation of this model runs, "limit-exceeded" when prompt + `maxTokens`
+     * exceed `nCtx`, "invalid-argument" for an out-of-range setting.
      */
     generate(prompt: string, options?: GenerateOptions | null): Promise<GenerateResult>;
     /**
@@ -113,8 +115,10 @@ pub async fn load_model(
 
 #[wasm_bindgen]
 impl Model {
-    /// Greedy generation from `prompt`. Rejects with kind "busy" while another generation of
-    /// this model runs, "limit-exceeded" when prompt + `maxTokens` exceed `nCtx`.
+    /// Generation from `prompt`: greedy by default, sampled with `temperature` and the other
+    /// sampling options; `strategy` "fused" (default) or "unfused". Rejects with kind "busy"
+    /// while another generation of this model runs, "limit-exceeded" when prompt + `maxTokens`
+    /// exceed `nCtx`, "invalid-argument" for an out-of-range setting.
     pub fn generate(
         &self,
         prompt: String,

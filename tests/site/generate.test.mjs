@@ -1,6 +1,7 @@
 // The generation page end to end: a synthetic GGUF written by the native CLI is loaded in headless
 // Chromium (WebGPU on SwiftShader) and must generate exactly the ids the native build generates on
-// lavapipe (both compute in f32 and choose by argmax); bad model URLs give typed errors.
+// lavapipe (both compute in f32 and choose by argmax, or draw with the same seeded counter-based
+// RNG), with either strategy; bad model URLs and bad settings give typed errors.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -15,18 +16,28 @@ const modelPath = "target/site-test/synthetic.gguf";
 const prompt = "Hello";
 const maxTokens = 12;
 
-let server, base, native;
+// Sampling settings for the seeded runs (the same seed gives the same ids on every adapter).
+const sampling = { temperature: 0.9, topK: 40, seed: 7 };
+
+const generateNative = (...extra) =>
+  JSON.parse(
+    execFileSync(
+      cli,
+      ["generate", "--model", modelPath, "--prompt", prompt, "--max-tokens", String(maxTokens), "--json", ...extra],
+      { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
+    ),
+  );
+
+let server, base, native, nativeSampled;
 before(async () => {
   // Always (a no-op when fresh): a stale binary may predate `synthetic-model`.
   execFileSync("cargo", ["build", "--quiet", "--bin", "fuselm"], { cwd: root, stdio: "inherit" });
   mkdirSync(`${root}target/site-test`, { recursive: true });
   execFileSync(cli, ["synthetic-model", modelPath], { cwd: root, stdio: "inherit" });
-  const json = execFileSync(
-    cli,
-    ["generate", "--model", modelPath, "--prompt", prompt, "--max-tokens", String(maxTokens), "--json"],
-    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
+  native = generateNative();
+  nativeSampled = generateNative(
+    "--temperature", String(sampling.temperature), "--top-k", String(sampling.topK), "--seed", String(sampling.seed),
   );
-  native = JSON.parse(json);
   server = await serve(0);
   base = `http://127.0.0.1:${server.address().port}`;
 });
@@ -92,6 +103,46 @@ test("the browser generates the native ids for the synthetic model", async () =>
         headDim: 32, vocabSize: 258, contextLength: 512, nCtx: 64, tiedOutput: true,
       },
     );
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("seeded sampling and the unfused strategy give the native ids in the browser", async () => {
+  // Otherwise this test could pass with the sampling settings ignored.
+  assert.notDeepEqual(nativeSampled.generatedIds, native.generatedIds, "sampling must differ from greedy here");
+  const browser = await launch();
+  try {
+    // The form: strategy, temperature, top-k and seed from the query string.
+    const query = `&strategy=unfused&temperature=${sampling.temperature}&topK=${sampling.topK}&seed=${sampling.seed}`;
+    const { page, errors } = await open(browser, pageUrl(`/${modelPath}`, query));
+    assert.equal(await page.evaluate(() => document.body.dataset.state), "done", await page.textContent("#status"));
+    const result = JSON.parse(await page.textContent("#result"));
+    assert.deepEqual(result.tokens, nativeSampled.generatedIds, "seeded ids: browser unfused vs native fused");
+    assert.equal(result.text, nativeSampled.text);
+
+    // The typed API: fused sampling in chunks of 5, unfused greedy, settings out of range.
+    const api = await page.evaluate(
+      async ({ url, prompt, maxTokens, sampling }) => {
+        const { loadModel, FuselmError } = await import("/dist/index.js");
+        const kind = (e) => (e instanceof FuselmError ? e.kind : `untyped: ${e}`);
+        const model = await loadModel(url, { nCtx: 64 });
+        const gen = (options) => model.generate(prompt, { maxTokens, ...options });
+        const fusedSampled = (await gen({ ...sampling, strategy: "fused", chunkTokens: 5 })).tokens;
+        const unfusedGreedy = (await gen({ strategy: "unfused" })).tokens;
+        const rejected = [];
+        for (const bad of [{ topK: 500 }, { topP: 0 }, { temperature: -1 }, { seed: 1.5 }, { strategy: "megakernel" }]) {
+          rejected.push(await gen(bad).then(() => "resolved", kind));
+        }
+        model.free();
+        return { fusedSampled, unfusedGreedy, rejected };
+      },
+      { url: `/${modelPath}`, prompt, maxTokens, sampling },
+    );
+    assert.deepEqual(api.fusedSampled, nativeSampled.generatedIds, "seeded ids: browser fused vs native fused");
+    assert.deepEqual(api.unfusedGreedy, native.generatedIds, "greedy ids: browser unfused vs native fused");
+    assert.deepEqual(api.rejected, Array(5).fill("invalid-argument"));
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

@@ -12,6 +12,8 @@ import {
   type Measurement,
   type LoadOptions,
   type GenerateOptions,
+  type SamplingOptions,
+  type Strategy,
   type GenerateResult,
   type StopReason,
   type ModelInfo,
@@ -101,6 +103,17 @@ export async function generateText(url: string, bytes: Uint8Array): Promise<stri
     });
     console.log(sampled.tokens.length);
     await model.generate("Hi", { strategy: "unfused" });
+    // The exported option types compose: a saved sampling preset, a strategy picked at run time.
+    const preset: SamplingOptions = { temperature: 0.8, topK: 40, seed: 7 };
+    const strategy: Strategy = Math.random() < 0.5 ? "fused" : "unfused";
+    const combined: GenerateOptions = { ...preset, strategy, chunkTokens: 8, maxTokens: 32 };
+    await model.generate("Hi", combined);
+    // @ts-expect-error seed is a number
+    await model.generate("Hi", { seed: "7" });
+    // @ts-expect-error temperature is a number
+    const badPreset: SamplingOptions = { temperature: "hot" };
+    // @ts-expect-error stepsPerSubmit was replaced by chunkTokens
+    await model.generate("Hi", { stepsPerSubmit: 8 });
     // @ts-expect-error strategy is a closed union
     await model.generate("Hi", { strategy: "megakernel" });
     // @ts-expect-error topK is a number
@@ -115,7 +128,7 @@ export async function generateText(url: string, bytes: Uint8Array): Promise<stri
     await loadModel(123);
     // @ts-expect-error Model has a private constructor: use loadModel
     new Model();
-    console.log(wrong, never);
+    console.log(wrong, never, badPreset);
     return result.text;
   } finally {
     model.free();
