@@ -152,7 +152,18 @@ fn main(
     let part_j = lid / hd;
     var acc = 0.0;
     if part_j < per_dim && lid < per_dim * hd {
-        for (var j = part_j; j < n; j += per_dim) {
+        // Cached positions (< pos) four at a time with independent loads; pos from qkv.
+        let cached = min(n, pos - c0); // positions j with c0 + j < pos (c0 <= pos here)
+        var a4 = vec4<f32>();
+        var j = part_j;
+        for (; j + 3u * per_dim < cached; j += 4u * per_dim) {
+            let vb = cache + (c0 + j) * hd + d;
+            let st = per_dim * hd;
+            a4 += vec4<f32>(e_sh[j], e_sh[j + per_dim], e_sh[j + 2u * per_dim], e_sh[j + 3u * per_dim])
+                * vec4<f32>(f32(v_cache[vb]), f32(v_cache[vb + st]), f32(v_cache[vb + 2u * st]),
+                            f32(v_cache[vb + 3u * st]));
+        }
+        for (; j < n; j += per_dim) {
             let t = c0 + j;
             var v = 0.0;
             if t == pos {
@@ -162,6 +173,7 @@ fn main(
             }
             acc += e_sh[j] * v;
         }
+        acc += (a4.x + a4.y) + (a4.z + a4.w);
     }
     red[lid] = acc;
     workgroupBarrier();

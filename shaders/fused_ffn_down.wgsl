@@ -23,6 +23,7 @@ struct Params {
 const WG: u32 = 256u;
 const LANES: u32 = 32u;
 const ROWS: u32 = WG / LANES;
+const PF: u32 = 8u; // weight units prefetched per invocation (n_ff <= 2048 entirely)
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> flag_sh: u32;
@@ -51,27 +52,34 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    let lane = lid % LANES;
+    let row = linear_group(wg, nwg) * ROWS + lid / LANES;
+    let units = (p.n_ff + 7u) / 8u;
+    // Issue the weight loads first (PF units), then read the state and the activations.
+    var raw: array<vec4<u32>, PF>;
+    if row < p.n_embd {
+        for (var i = 0u; i < PF; i++) {
+            let u = lane + i * LANES;
+            if u < units {
+                raw[i] = w_fetch(row, u, p.n_ff);
+            }
+        }
+    }
     if lid == 0u {
         flag_sh = state.done;
     }
     if workgroupUniformLoad(&flag_sh) != 0u {
         return;
     }
-    let lane = lid % LANES;
-    let row = linear_group(wg, nwg) * ROWS + lid / LANES;
-    let units = (p.n_ff + 7u) / 8u;
     var acc = 0.0;
     if row < p.n_embd {
-        var u = lane;
-        for (; u + 3u * LANES < units; u += 4u * LANES) {
-            let w0 = w_load8(row, u, p.n_ff);
-            let w1 = w_load8(row, u + LANES, p.n_ff);
-            let w2 = w_load8(row, u + 2u * LANES, p.n_ff);
-            let w3 = w_load8(row, u + 3u * LANES, p.n_ff);
-            acc += (dot8(w0, h_load8(u)) + dot8(w1, h_load8(u + LANES)))
-                + (dot8(w2, h_load8(u + 2u * LANES)) + dot8(w3, h_load8(u + 3u * LANES)));
+        for (var i = 0u; i < PF; i++) {
+            let u = lane + i * LANES;
+            if u < units {
+                acc += dot8(w_decode(raw[i], row, u, p.n_ff), h_load8(u));
+            }
         }
-        for (; u < units; u += LANES) {
+        for (var u = lane + PF * LANES; u < units; u += LANES) {
             acc += dot8(w_load8(row, u, p.n_ff), h_load8(u));
         }
     }

@@ -39,6 +39,7 @@ const ROWS: u32 = WG / LANES;
 const CHUNK: u32 = 256u;           // must match fused_attention.wgsl
 const MAX_EMBD: u32 = 2048u;
 const MAX_WEIGHTS: u32 = 1024u;    // n_head * max_chunks, checked on the host
+const PF: u32 = 4u;                // weight units prefetched per invocation (per matrix)
 
 var<workgroup> xn: array<f32, MAX_EMBD>;
 var<workgroup> wts: array<f32, MAX_WEIGHTS>;
@@ -74,6 +75,24 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    // Issue this invocation's gate/up weight loads first: their latency overlaps the combine
+    // and the norm below.
+    let n = p.n_embd;
+    let units = (n + 7u) / 8u;
+    let lane = lid % LANES;
+    let r = lid / LANES;
+    let row = linear_group(wg, nwg) * ROWS + r;
+    var raw_g: array<vec4<u32>, PF>;
+    var raw_u: array<vec4<u32>, PF>;
+    if row < p.n_ff {
+        for (var i = 0u; i < PF; i++) {
+            let u = lane + i * LANES;
+            if u < units {
+                raw_g[i] = wgate_fetch(row, u, n);
+                raw_u[i] = wup_fetch(row, u, n);
+            }
+        }
+    }
     if lid == 0u {
         chunks_sh = select(0u, (state.pos + CHUNK) / CHUNK, state.done == 0u);
     }
@@ -81,7 +100,6 @@ fn main(
     if n_chunks == 0u {
         return;
     }
-    let n = p.n_embd;
     let stride = n + 2u;
     // Combine weights of each head's chunks.
     for (var h = lid; h < p.n_head; h += WG) {
@@ -126,7 +144,6 @@ fn main(
         ss += v * v;
     }
     let scale = inverseSqrt(wg_sum(lid, ss) / f32(n) + p.eps);
-    let units = (n + 7u) / 8u;
     let first = linear_group(wg, nwg) == 0u;
     for (var i = lid; i < units * 8u; i += WG) {
         if i < n {
@@ -141,24 +158,18 @@ fn main(
     }
     workgroupBarrier();
 
-    let lane = lid % LANES;
-    let r = lid / LANES;
-    let row = linear_group(wg, nwg) * ROWS + r;
     var a_g = 0.0;
     var a_u = 0.0;
     if row < p.n_ff {
-        var u = lane;
-        for (; u + LANES < units; u += 2u * LANES) {
-            let x0 = xn_load8(u);
-            let x1 = xn_load8(u + LANES);
-            let g0 = wgate_load8(row, u, n);
-            let g1 = wgate_load8(row, u + LANES, n);
-            let u0 = wup_load8(row, u, n);
-            let u1 = wup_load8(row, u + LANES, n);
-            a_g += dot8(g0, x0) + dot8(g1, x1);
-            a_u += dot8(u0, x0) + dot8(u1, x1);
+        for (var i = 0u; i < PF; i++) {
+            let u = lane + i * LANES;
+            if u < units {
+                let xv = xn_load8(u);
+                a_g += dot8(wgate_decode(raw_g[i], row, u, n), xv);
+                a_u += dot8(wup_decode(raw_u[i], row, u, n), xv);
+            }
         }
-        if u < units {
+        for (var u = lane + PF * LANES; u < units; u += LANES) {
             let xv = xn_load8(u);
             a_g += dot8(wgate_load8(row, u, n), xv);
             a_u += dot8(wup_load8(row, u, n), xv);

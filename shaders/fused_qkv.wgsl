@@ -41,6 +41,7 @@ const WG: u32 = 256u;
 const LANES: u32 = 32u;
 const ROWS: u32 = WG / LANES; // must match kernels::fused::ROWS_PER_WORKGROUP
 const MAX_EMBD: u32 = 2048u;  // must match kernels::fused::MAX_EMBD
+const PF: u32 = 4u;           // weight units prefetched per invocation
 
 var<workgroup> xn: array<f32, MAX_EMBD>;
 var<workgroup> red: array<f32, WG>;
@@ -76,26 +77,9 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    if lid == 0u {
-        flag_sh = state.done;
-    }
-    if workgroupUniformLoad(&flag_sh) != 0u {
-        return;
-    }
-    let n = p.n_embd;
-    var ss = 0.0;
-    for (var i = lid; i < n; i += WG) {
-        let v = x[i];
-        ss += v * v;
-    }
-    let scale = inverseSqrt(wg_sum(lid, ss) / f32(n) + p.eps);
-    let units = (n + 7u) / 8u;
-    for (var i = lid; i < units * 8u; i += WG) {
-        xn[i] = select(0.0, x[min(i, n - 1u)] * scale * norm_w[min(i, n - 1u)], i < n);
-    }
-    workgroupBarrier();
-
     // This workgroup's 8 slots; regions (Q, K, V) are multiples of 8 rows (head_dim % 8 == 0).
+    let n = p.n_embd;
+    let units = (n + 7u) / 8u;
     let slot0 = linear_group(wg, nwg) * ROWS;
     let total = p.n_q + 2u * p.n_kv;
     let lane = lid % LANES;
@@ -120,36 +104,64 @@ fn main(
     }
     let row = head * p.head_dim + d;
 
+    // Issue this invocation's weight loads first (PF units), so their memory latency overlaps
+    // the state read and the norm below; decode them afterwards.
+    var raw: array<vec4<u32>, PF>;
+    if slot < total {
+        for (var i = 0u; i < PF; i++) {
+            let u = lane + i * LANES;
+            if u < units {
+                if region == 0u {
+                    raw[i] = wq_fetch(row, u, n);
+                } else if region == 1u {
+                    raw[i] = wk_fetch(row, u, n);
+                } else {
+                    raw[i] = wv_fetch(row, u, n);
+                }
+            }
+        }
+    }
+
+    if lid == 0u {
+        flag_sh = state.done;
+    }
+    if workgroupUniformLoad(&flag_sh) != 0u {
+        return;
+    }
+    var ss = 0.0;
+    for (var i = lid; i < n; i += WG) {
+        let v = x[i];
+        ss += v * v;
+    }
+    let scale = inverseSqrt(wg_sum(lid, ss) / f32(n) + p.eps);
+    for (var i = lid; i < units * 8u; i += WG) {
+        xn[i] = select(0.0, x[min(i, n - 1u)] * scale * norm_w[min(i, n - 1u)], i < n);
+    }
+    workgroupBarrier();
+
     var acc = 0.0;
     if slot < total {
-        if region == 0u {
-            var u = lane;
-            for (; u + LANES < units; u += 2u * LANES) {
-                let w0 = wq_load8(row, u, n);
-                let w1 = wq_load8(row, u + LANES, n);
-                acc += dot8(w0, xn_load8(u)) + dot8(w1, xn_load8(u + LANES));
-            }
+        for (var i = 0u; i < PF; i++) {
+            let u = lane + i * LANES;
             if u < units {
+                var wv8: W8;
+                if region == 0u {
+                    wv8 = wq_decode(raw[i], row, u, n);
+                } else if region == 1u {
+                    wv8 = wk_decode(raw[i], row, u, n);
+                } else {
+                    wv8 = wv_decode(raw[i], row, u, n);
+                }
+                acc += dot8(wv8, xn_load8(u));
+            }
+        }
+        // Rows longer than PF * 32 units (n_embd > 1024): the rest, loaded as we go.
+        for (var u = lane + PF * LANES; u < units; u += LANES) {
+            if region == 0u {
                 acc += dot8(wq_load8(row, u, n), xn_load8(u));
-            }
-        } else if region == 1u {
-            var u = lane;
-            for (; u + LANES < units; u += 2u * LANES) {
-                let w0 = wk_load8(row, u, n);
-                let w1 = wk_load8(row, u + LANES, n);
-                acc += dot8(w0, xn_load8(u)) + dot8(w1, xn_load8(u + LANES));
-            }
-            if u < units {
+            } else if region == 1u {
                 acc += dot8(wk_load8(row, u, n), xn_load8(u));
-            }
-        } else {
-            var u = lane;
-            for (; u + LANES < units; u += 2u * LANES) {
-                let w0 = wv_load8(row, u, n);
-                let w1 = wv_load8(row, u + LANES, n);
-                acc += dot8(w0, xn_load8(u)) + dot8(w1, xn_load8(u + LANES));
-            }
-            if u < units {
+            } else {
                 acc += dot8(wv_load8(row, u, n), xn_load8(u));
             }
         }

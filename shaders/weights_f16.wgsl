@@ -8,20 +8,31 @@ fn w_f16(i: u32, end: u32) -> f32 {
     return select(0.0, select(h.x, h.y, (i & 1u) == 1u), i < end);
 }
 
-fn w_load8(row: u32, u: u32, k: u32) -> W8 {
-    let c = 8u * u;
-    let i = row * k + c;
-    if (k & 7u) == 0u {
-        let j = i >> 1u;
-        let p = unpack2x16float(w[j]);
-        let q = unpack2x16float(w[j + 1u]);
-        let r = unpack2x16float(w[j + 2u]);
-        let s = unpack2x16float(w[j + 3u]);
-        return W8(vec4<f32>(p, q), vec4<f32>(r, s));
+// The four words of unit u when rows are word-aligned (k % 8 == 0); ragged rows are read
+// element by element in w_decode instead.
+fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
+    if (k & 7u) != 0u {
+        return vec4<u32>();
     }
+    let j = (row * k + 8u * u) >> 1u;
+    return vec4<u32>(w[j], w[j + 1u], w[j + 2u], w[j + 3u]);
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    if (k & 7u) == 0u {
+        return W8(
+            vec4<f32>(unpack2x16float(raw.x), unpack2x16float(raw.y)),
+            vec4<f32>(unpack2x16float(raw.z), unpack2x16float(raw.w)),
+        );
+    }
+    let i = row * k + 8u * u;
     let end = row * k + k;
     return W8(
         vec4<f32>(w_f16(i, end), w_f16(i + 1u, end), w_f16(i + 2u, end), w_f16(i + 3u, end)),
         vec4<f32>(w_f16(i + 4u, end), w_f16(i + 5u, end), w_f16(i + 6u, end), w_f16(i + 7u, end)),
     );
+}
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    return w_decode(w_fetch(row, u, k), row, u, k);
 }

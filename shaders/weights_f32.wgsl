@@ -1,12 +1,22 @@
 // Weight decoder, F32: rows of k f32 values stored as-is (bit patterns in `w: array<u32>`).
 // Every weight decoder defines `w_load8(row, u, k)`: elements [8u, 8u + 8) of row `row`, zero
-// past k. Kernels declare `w` and call only this, so one kernel file serves every format.
+// past k; and its two halves `w_fetch` (the raw words, so kernels can issue every weight load
+// of a thread before other work) and `w_decode(raw, row, u, k)`. Kernels declare `w` and call only this, so one kernel file serves every format.
 
 fn w_f32(i: u32, end: u32) -> f32 {
     return select(0.0, bitcast<f32>(w[i]), i < end);
 }
 
+// F32 units are 8 words: no prefetch into a vec4; w_decode reads them itself.
+fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
+    return vec4<u32>();
+}
+
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    return w_decode(vec4<u32>(), row, u, k);
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     let c = 8u * u;
     let i = row * k + c;
     if c + 8u <= k {

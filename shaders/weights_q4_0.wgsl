@@ -8,14 +8,19 @@
 
 const Q4_0_WORDS: u32 = 5u;
 
-fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+// The words unit u needs: (scale word, quant word, next quant word, 0).
+fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     let base = (row * (k / 32u) + u / 4u) * Q4_0_WORDS;
-    let d = unpack2x16float(w[base]).x;
-    let s = u % 4u;
-    let q = base + 1u + 2u * (s & 1u);
-    let shift = 4u * (s >> 1u);
-    return W8(
-        (nibbles4(w[q], shift) - 8.0) * d,
-        (nibbles4(w[q + 1u], shift) - 8.0) * d,
-    );
+    let q = base + 1u + 2u * ((u % 4u) & 1u);
+    return vec4<u32>(w[base], w[q], w[q + 1u], 0u);
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let d = unpack2x16float(raw.x).x;
+    let shift = 4u * ((u % 4u) >> 1u);
+    return W8((nibbles4(raw.y, shift) - 8.0) * d, (nibbles4(raw.z, shift) - 8.0) * d);
+}
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    return w_decode(w_fetch(row, u, k), row, u, k);
 }

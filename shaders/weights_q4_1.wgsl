@@ -5,14 +5,19 @@
 
 const Q4_1_WORDS: u32 = 5u;
 
-fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+// The words unit u needs: (d/m word, quant word, next quant word, 0).
+fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     let base = (row * (k / 32u) + u / 4u) * Q4_1_WORDS;
-    let dm = unpack2x16float(w[base]);
-    let s = u % 4u;
-    let q = base + 1u + 2u * (s & 1u);
-    let shift = 4u * (s >> 1u);
-    return W8(
-        nibbles4(w[q], shift) * dm.x + dm.y,
-        nibbles4(w[q + 1u], shift) * dm.x + dm.y,
-    );
+    let q = base + 1u + 2u * ((u % 4u) & 1u);
+    return vec4<u32>(w[base], w[q], w[q + 1u], 0u);
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let dm = unpack2x16float(raw.x);
+    let shift = 4u * ((u % 4u) >> 1u);
+    return W8(nibbles4(raw.y, shift) * dm.x + dm.y, nibbles4(raw.z, shift) * dm.x + dm.y);
+}
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    return w_decode(w_fetch(row, u, k), row, u, k);
 }

@@ -5,9 +5,18 @@
 
 const Q8_0_WORDS: u32 = 9u;
 
-fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+// The words unit u needs: (scale word, quant word, next quant word, 0).
+fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     let base = (row * (k / 32u) + u / 4u) * Q8_0_WORDS;
-    let d = unpack2x16float(w[base]).x;
     let q = base + 1u + 2u * (u % 4u);
-    return W8(i8x4(w[q]) * d, i8x4(w[q + 1u]) * d);
+    return vec4<u32>(w[base], w[q], w[q + 1u], 0u);
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let d = unpack2x16float(raw.x).x;
+    return W8(i8x4(raw.y) * d, i8x4(raw.z) * d);
+}
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    return w_decode(w_fetch(row, u, k), row, u, k);
 }

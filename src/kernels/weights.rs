@@ -146,7 +146,9 @@ fn rename_identifiers(source: &str, rename: impl Fn(&str) -> Option<String>) -> 
                 }
             }
             let token = &source[start..end];
-            match (c.is_ascii_digit(), rename(token)) {
+            // Members and swizzles (`raw.w`) are not identifiers of the module.
+            let member = source[..start].ends_with('.');
+            match (c.is_ascii_digit() || member, rename(token)) {
                 (false, Some(new)) => out.push_str(&new),
                 _ => out.push_str(token),
             }
@@ -335,6 +337,8 @@ mod tests {
         assert!(q.contains("fn wq_load8(") && q.contains("wq[base]"));
         assert!(q.contains("const Q4_1_WORDS_wq") && !q.contains("w[") && !q.contains("w_load8"));
         assert!(q.contains("unpack2x16float") && q.contains("nibbles4"));
+        let h = WeightFormat::F16.decoder_named("wk");
+        assert!(h.contains("raw.w)") && h.contains("fn wk_fetch(") && h.contains("wk[j]"));
         assert_eq!(
             WeightFormat::F32.decoder_named("w"),
             WeightFormat::F32.decoder()
