@@ -14,7 +14,8 @@ cp .bench-carry/smollm2.part01 /root/fuselm-model/
 cat /root/fuselm-model/smollm2.part00 /root/fuselm-model/smollm2.part01 > /root/fuselm-model/model.gguf
 echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  /root/fuselm-model/model.gguf" | sha256sum --check
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-./target/release/fuselm probe >/dev/null 2>&1 || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+FUSELM=${FUSELM:-./target/release/fuselm}
+$FUSELM probe >/dev/null 2>&1 || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-./target/release/fuselm bench --model /root/fuselm-model/model.gguf --toy --profile \
+$FUSELM bench --model /root/fuselm-model/model.gguf --toy --profile \
   --runs "${RUNS:-5}" --out "$OUT/bench-native.json"

@@ -23,7 +23,7 @@ struct Params {
 const WG: u32 = 256u;
 const LANES: u32 = 32u;
 const ROWS: u32 = WG / LANES;
-const PF: u32 = 8u; // weight units prefetched per invocation (n_ff <= 2048 entirely)
+const PF: u32 = 6u; // weight units prefetched per invocation, r0..r5 (n_ff <= 1536 entirely)
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> flag_sh: u32;
@@ -56,14 +56,20 @@ fn main(
     let row = linear_group(wg, nwg) * ROWS + lid / LANES;
     let units = (p.n_ff + 7u) / 8u;
     // Issue the weight loads first (PF units), then read the state and the activations.
-    var raw: array<vec4<u32>, PF>;
+    // Plain variables, not an array: an indexed array may be placed in slow local memory.
+    var r0 = vec4<u32>();
+    var r1 = vec4<u32>();
+    var r2 = vec4<u32>();
+    var r3 = vec4<u32>();
+    var r4 = vec4<u32>();
+    var r5 = vec4<u32>();
     if row < p.n_embd {
-        for (var i = 0u; i < PF; i++) {
-            let u = lane + i * LANES;
-            if u < units {
-                raw[i] = w_fetch(row, u, p.n_ff);
-            }
-        }
+        r0 = w_fetch(row, min(lane + 0u * LANES, units - 1u), p.n_ff);
+        r1 = w_fetch(row, min(lane + 1u * LANES, units - 1u), p.n_ff);
+        r2 = w_fetch(row, min(lane + 2u * LANES, units - 1u), p.n_ff);
+        r3 = w_fetch(row, min(lane + 3u * LANES, units - 1u), p.n_ff);
+        r4 = w_fetch(row, min(lane + 4u * LANES, units - 1u), p.n_ff);
+        r5 = w_fetch(row, min(lane + 5u * LANES, units - 1u), p.n_ff);
     }
     if lid == 0u {
         flag_sh = state.done;
@@ -73,11 +79,29 @@ fn main(
     }
     var acc = 0.0;
     if row < p.n_embd {
-        for (var i = 0u; i < PF; i++) {
-            let u = lane + i * LANES;
-            if u < units {
-                acc += dot8(w_decode(raw[i], row, u, p.n_ff), h_load8(u));
-            }
+        if lane + 0u * LANES < units {
+            let u = lane + 0u * LANES;
+            acc += dot8(w_decode(r0, row, u, p.n_ff), h_load8(u));
+        }
+        if lane + 1u * LANES < units {
+            let u = lane + 1u * LANES;
+            acc += dot8(w_decode(r1, row, u, p.n_ff), h_load8(u));
+        }
+        if lane + 2u * LANES < units {
+            let u = lane + 2u * LANES;
+            acc += dot8(w_decode(r2, row, u, p.n_ff), h_load8(u));
+        }
+        if lane + 3u * LANES < units {
+            let u = lane + 3u * LANES;
+            acc += dot8(w_decode(r3, row, u, p.n_ff), h_load8(u));
+        }
+        if lane + 4u * LANES < units {
+            let u = lane + 4u * LANES;
+            acc += dot8(w_decode(r4, row, u, p.n_ff), h_load8(u));
+        }
+        if lane + 5u * LANES < units {
+            let u = lane + 5u * LANES;
+            acc += dot8(w_decode(r5, row, u, p.n_ff), h_load8(u));
         }
         for (var u = lane + PF * LANES; u < units; u += LANES) {
             acc += dot8(w_load8(row, u, p.n_ff), h_load8(u));

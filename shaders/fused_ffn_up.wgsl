@@ -39,7 +39,7 @@ const ROWS: u32 = WG / LANES;
 const CHUNK: u32 = 256u;           // must match fused_attention.wgsl
 const MAX_EMBD: u32 = 2048u;
 const MAX_WEIGHTS: u32 = 1024u;    // n_head * max_chunks, checked on the host
-const PF: u32 = 4u;                // weight units prefetched per invocation (per matrix)
+const PF: u32 = 3u;                // weight units prefetched per invocation (per matrix)
 
 var<workgroup> xn: array<f32, MAX_EMBD>;
 var<workgroup> wts: array<f32, MAX_WEIGHTS>;
@@ -82,16 +82,23 @@ fn main(
     let lane = lid % LANES;
     let r = lid / LANES;
     let row = linear_group(wg, nwg) * ROWS + r;
-    var raw_g: array<vec4<u32>, PF>;
-    var raw_u: array<vec4<u32>, PF>;
+    // Plain variables, not arrays: an indexed array may be placed in slow local memory.
+    let u0 = min(lane, units - 1u);
+    let u1 = min(lane + LANES, units - 1u);
+    let u2 = min(lane + 2u * LANES, units - 1u);
+    var g0 = vec4<u32>();
+    var g1 = vec4<u32>();
+    var g2 = vec4<u32>();
+    var q0 = vec4<u32>();
+    var q1 = vec4<u32>();
+    var q2 = vec4<u32>();
     if row < p.n_ff {
-        for (var i = 0u; i < PF; i++) {
-            let u = lane + i * LANES;
-            if u < units {
-                raw_g[i] = wgate_fetch(row, u, n);
-                raw_u[i] = wup_fetch(row, u, n);
-            }
-        }
+        g0 = wgate_fetch(row, u0, n);
+        q0 = wup_fetch(row, u0, n);
+        g1 = wgate_fetch(row, u1, n);
+        q1 = wup_fetch(row, u1, n);
+        g2 = wgate_fetch(row, u2, n);
+        q2 = wup_fetch(row, u2, n);
     }
     if lid == 0u {
         chunks_sh = select(0u, (state.pos + CHUNK) / CHUNK, state.done == 0u);
@@ -161,13 +168,20 @@ fn main(
     var a_g = 0.0;
     var a_u = 0.0;
     if row < p.n_ff {
-        for (var i = 0u; i < PF; i++) {
-            let u = lane + i * LANES;
-            if u < units {
-                let xv = xn_load8(u);
-                a_g += dot8(wgate_decode(raw_g[i], row, u, n), xv);
-                a_u += dot8(wup_decode(raw_u[i], row, u, n), xv);
-            }
+        if lane < units {
+            let xv = xn_load8(lane);
+            a_g += dot8(wgate_decode(g0, row, lane, n), xv);
+            a_u += dot8(wup_decode(q0, row, lane, n), xv);
+        }
+        if lane + LANES < units {
+            let xv = xn_load8(lane + LANES);
+            a_g += dot8(wgate_decode(g1, row, lane + LANES, n), xv);
+            a_u += dot8(wup_decode(q1, row, lane + LANES, n), xv);
+        }
+        if lane + 2u * LANES < units {
+            let xv = xn_load8(lane + 2u * LANES);
+            a_g += dot8(wgate_decode(g2, row, lane + 2u * LANES, n), xv);
+            a_u += dot8(wup_decode(q2, row, lane + 2u * LANES, n), xv);
         }
         for (var u = lane + PF * LANES; u < units; u += LANES) {
             let xv = xn_load8(u);

@@ -41,7 +41,7 @@ const WG: u32 = 256u;
 const LANES: u32 = 32u;
 const ROWS: u32 = WG / LANES; // must match kernels::fused::ROWS_PER_WORKGROUP
 const MAX_EMBD: u32 = 2048u;  // must match kernels::fused::MAX_EMBD
-const PF: u32 = 4u;           // weight units prefetched per invocation
+const PF: u32 = 3u;           // weight units prefetched per invocation (raw0..raw2)
 
 var<workgroup> xn: array<f32, MAX_EMBD>;
 var<workgroup> red: array<f32, WG>;
@@ -54,6 +54,15 @@ fn xn_load8(u: u32) -> W8 {
         vec4<f32>(xn[i], xn[i + 1u], xn[i + 2u], xn[i + 3u]),
         vec4<f32>(xn[i + 4u], xn[i + 5u], xn[i + 6u], xn[i + 7u]),
     );
+}
+
+fn qkv_decode(region: u32, raw: vec4<u32>, row: u32, u: u32, n: u32) -> W8 {
+    if region == 0u {
+        return wq_decode(raw, row, u, n);
+    } else if region == 1u {
+        return wk_decode(raw, row, u, n);
+    }
+    return wv_decode(raw, row, u, n);
 }
 
 // Sum of `v` over the workgroup (every invocation gets it). Must be called uniformly.
@@ -106,19 +115,23 @@ fn main(
 
     // Issue this invocation's weight loads first (PF units), so their memory latency overlaps
     // the state read and the norm below; decode them afterwards.
-    var raw: array<vec4<u32>, PF>;
+    // Plain variables, not an array: an indexed array may be placed in slow local memory.
+    var raw0 = vec4<u32>();
+    var raw1 = vec4<u32>();
+    var raw2 = vec4<u32>();
     if slot < total {
-        for (var i = 0u; i < PF; i++) {
-            let u = lane + i * LANES;
-            if u < units {
-                if region == 0u {
-                    raw[i] = wq_fetch(row, u, n);
-                } else if region == 1u {
-                    raw[i] = wk_fetch(row, u, n);
-                } else {
-                    raw[i] = wv_fetch(row, u, n);
-                }
-            }
+        if region == 0u {
+            raw0 = wq_fetch(row, min(lane, units - 1u), n);
+            raw1 = wq_fetch(row, min(lane + LANES, units - 1u), n);
+            raw2 = wq_fetch(row, min(lane + 2u * LANES, units - 1u), n);
+        } else if region == 1u {
+            raw0 = wk_fetch(row, min(lane, units - 1u), n);
+            raw1 = wk_fetch(row, min(lane + LANES, units - 1u), n);
+            raw2 = wk_fetch(row, min(lane + 2u * LANES, units - 1u), n);
+        } else {
+            raw0 = wv_fetch(row, min(lane, units - 1u), n);
+            raw1 = wv_fetch(row, min(lane + LANES, units - 1u), n);
+            raw2 = wv_fetch(row, min(lane + 2u * LANES, units - 1u), n);
         }
     }
 
@@ -141,19 +154,15 @@ fn main(
 
     var acc = 0.0;
     if slot < total {
-        for (var i = 0u; i < PF; i++) {
-            let u = lane + i * LANES;
-            if u < units {
-                var wv8: W8;
-                if region == 0u {
-                    wv8 = wq_decode(raw[i], row, u, n);
-                } else if region == 1u {
-                    wv8 = wk_decode(raw[i], row, u, n);
-                } else {
-                    wv8 = wv_decode(raw[i], row, u, n);
-                }
-                acc += dot8(wv8, xn_load8(u));
-            }
+        if lane < units {
+            acc += dot8(qkv_decode(region, raw0, row, lane, n), xn_load8(lane));
+        }
+        if lane + LANES < units {
+            acc += dot8(qkv_decode(region, raw1, row, lane + LANES, n), xn_load8(lane + LANES));
+        }
+        if lane + 2u * LANES < units {
+            let u = lane + 2u * LANES;
+            acc += dot8(qkv_decode(region, raw2, row, u, n), xn_load8(u));
         }
         // Rows longer than PF * 32 units (n_embd > 1024): the rest, loaded as we go.
         for (var u = lane + PF * LANES; u < units; u += LANES) {

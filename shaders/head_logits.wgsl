@@ -37,7 +37,6 @@ const LANES: u32 = 32u;
 const SETS: u32 = 4u;
 const ROWS_PER_WG: u32 = SETS * (WG / LANES); // kernels::head::ROWS_PER_WORKGROUP
 const MAX_EMBD: u32 = 2048u;
-const PF: u32 = 3u; // weight units prefetched per row set (n_embd <= 768 entirely)
 
 var<workgroup> xn: array<f32, MAX_EMBD>;
 var<workgroup> red: array<f32, WG * SETS>;
@@ -58,28 +57,13 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    // Issue the weight loads first (PF units of each row set), then read state and x.
-    let n = p.n_embd;
-    let units = (n + 7u) / 8u;
-    let g = linear_group(wg, nwg);
-    let lane = lid % LANES;
-    let r = lid / LANES;
-    var raw: array<vec4<u32>, SETS * PF>;
-    for (var rs = 0u; rs < SETS; rs++) {
-        let row = g * ROWS_PER_WG + rs * (WG / LANES) + r;
-        for (var i = 0u; i < PF; i++) {
-            let u = lane + i * LANES;
-            if row < p.n_rows && u < units {
-                raw[rs * PF + i] = w_fetch(row, u, n);
-            }
-        }
-    }
     if lid == 0u {
         flag_sh = state.done;
     }
     if workgroupUniformLoad(&flag_sh) != 0u {
         return;
     }
+    let n = p.n_embd;
     let xb = (max(state.n_tokens, 1u) - 1u) * n; // the step's last token
     var ss = 0.0;
     for (var i = lid; i < n; i += WG) {
@@ -95,25 +79,17 @@ fn main(
     }
     workgroupBarrier();
     let scale = inverseSqrt(red[0] / f32(n) + p.eps);
+    let units = (n + 7u) / 8u;
     for (var i = lid; i < units * 8u; i += WG) {
         xn[i] = select(0.0, x[xb + min(i, n - 1u)] * scale * norm_w[min(i, n - 1u)], i < n);
     }
     workgroupBarrier();
 
+    let g = linear_group(wg, nwg);
+    let lane = lid % LANES;
+    let r = lid / LANES;
     var acc = array<f32, SETS>();
-    for (var i = 0u; i < PF; i++) {
-        let u = lane + i * LANES;
-        if u < units {
-            let xv = xn_load8(u);
-            for (var rs = 0u; rs < SETS; rs++) {
-                let row = g * ROWS_PER_WG + rs * (WG / LANES) + r;
-                if row < p.n_rows {
-                    acc[rs] += dot8(w_decode(raw[rs * PF + i], row, u, n), xv);
-                }
-            }
-        }
-    }
-    for (var u = lane + PF * LANES; u < units; u += LANES) {
+    for (var u = lane; u < units; u += LANES) {
         let xv = xn_load8(u);
         for (var rs = 0u; rs < SETS; rs++) {
             let row = g * ROWS_PER_WG + rs * (WG / LANES) + r;
