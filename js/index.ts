@@ -3,9 +3,10 @@
 // Every function here is a thin typed wrapper over the wasm module: it loads the module on first
 // use and turns errors into `FuselmError`. The data types come from the Rust side via tsify.
 import * as wasm from "./wasm/fuselm.js";
-import type { AdapterReport, ProbeOptions } from "./wasm/fuselm.js";
+import type { AdapterReport, BenchOptions, BenchReport, ProbeOptions } from "./wasm/fuselm.js";
 import { init } from "./init.js";
 import { toFuselmError } from "./errors.js";
+import { readSource, type ModelSource } from "./model.js";
 
 export { init } from "./init.js";
 export { FuselmError, type ErrorKind } from "./errors.js";
@@ -28,6 +29,12 @@ export type {
   GenerateTimings,
   StopReason,
   ModelInfo,
+  BenchOptions,
+  BenchReport,
+  BenchRow,
+  Spread,
+  StepProfile,
+  RoleProfile,
 } from "./wasm/fuselm.js";
 
 /**
@@ -40,6 +47,23 @@ export async function probe(options?: ProbeOptions): Promise<AdapterReport> {
   try {
     await init();
     return await wasm.probe(options);
+  } catch (e) {
+    throw toFuselmError(e);
+  }
+}
+
+/**
+ * Runs every generation strategy side by side on this device and reports decode and prefill
+ * tokens per second, time to first token, dispatches and submits per token and the speed-up over
+ * the unfused baseline (medians of `runs` after a warm-up), plus a markdown table: the same report
+ * as the native `fuselm bench`. With `model` (any `loadModel` source) it runs prompts of 16 and
+ * 128 tokens (and ~1,000 tokens of context unless `longContext: false`), with `profile: true` the
+ * per-kernel-role profile; `toy: true` (the default without a model) runs synthetic models.
+ */
+export async function bench(options?: BenchOptions, model?: ModelSource): Promise<BenchReport> {
+  try {
+    const [bytes] = await Promise.all([model === undefined ? undefined : readSource(model), init()]);
+    return await wasm.bench(options, bytes);
   } catch (e) {
     throw toFuselmError(e);
   }

@@ -76,7 +76,7 @@ export class Model {
   }
 }
 
-async function readSource(source: ModelSource): Promise<Uint8Array> {
+export async function readSource(source: ModelSource): Promise<Uint8Array> {
   if (source instanceof Uint8Array) return source;
   if (source instanceof ArrayBuffer) return new Uint8Array(source);
   let response: Response;

@@ -2,6 +2,7 @@
 //! tested against, and the bridge from GGUF metadata to the tokenizer.
 
 mod activations;
+pub mod bench;
 pub mod cpu_reference;
 mod fused_step;
 mod generation;

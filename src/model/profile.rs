@@ -8,11 +8,12 @@ use super::gpu_model::GpuModel;
 use crate::error::Result;
 use crate::probe::timer::PassTimer;
 use crate::sampling::SamplingOptions;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One kernel role of the fused step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct RoleProfile {
     pub role: String,
     pub dispatches_per_step: u32,
@@ -24,11 +25,12 @@ pub struct RoleProfile {
 }
 
 /// A fused decode step, profiled.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct StepProfile {
     /// "timestamp-query" or "wall-clock".
-    pub timer: &'static str,
+    pub timer: String,
     /// Positions the profiled step attends to.
     pub context: u32,
     pub roles: Vec<RoleProfile>,
@@ -112,7 +114,8 @@ impl GpuModel {
                 "wall-clock"
             } else {
                 "timestamp-query"
-            },
+            }
+            .into(),
             context: len,
             sum_of_roles_microseconds: roles.iter().map(|r| r.microseconds_per_step).sum(),
             roles,

@@ -1,0 +1,321 @@
+//! Every strategy side by side, in one process on one device: `fuselm bench` natively and
+//! `bench()` in TypeScript produce this same report. Speed figures live here and in
+//! bench/results, never in tests.
+//!
+//! Workloads: with a model, prompts of 16 and 128 tokens and 128 new tokens, and (optionally)
+//! decode after ~1,000 tokens of context; with `toy`, synthetic Llama models of d_model
+//! 32/64/128/256 with 1 and 4 layers, 64 tokens. Each configuration: one warm-up, then `runs`
+//! measured runs; medians with min/max. Greedy, no stop ids, so every run makes all its tokens.
+
+use super::generation::{GenerationRequest, Strategy, DEFAULT_CHUNK_TOKENS};
+use super::gpu_model::{GpuModel, LoadOptions};
+use super::profile::StepProfile;
+use super::synthetic::{synthetic_llama, SyntheticSpec};
+use crate::error::Result;
+use crate::gguf::GgmlType;
+use crate::gpu::GpuContext;
+use crate::sampling::SamplingOptions;
+use serde::{Deserialize, Serialize};
+
+/// What `bench` runs. Every field is optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct BenchOptions {
+    /// Measured runs per configuration, after one warm-up. Default: 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub runs: Option<u32>,
+    /// Run the synthetic toy grid. Default: true without a model, false with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub toy: Option<bool>,
+    /// Only the smallest toy sizes (d_model 32 and 64), for slow adapters. Default: false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub small_toy: Option<bool>,
+    /// With a model: profile one fused decode step per kernel role. Default: false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub profile: Option<bool>,
+    /// With a model: also decode after ~1,000 tokens of context. Default: true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub long_context: Option<bool>,
+    /// Fused: decode steps per compute pass. Default: 32.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub chunk_tokens: Option<u32>,
+}
+
+/// Median, min and max of a measurement.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub samples: u32,
+}
+
+impl Spread {
+    fn of(mut v: Vec<f64>) -> Self {
+        v.sort_by(f64::total_cmp);
+        Self {
+            median: v.get(v.len() / 2).copied().unwrap_or(0.0),
+            min: v.first().copied().unwrap_or(0.0),
+            max: v.last().copied().unwrap_or(0.0),
+            samples: v.len() as u32,
+        }
+    }
+}
+
+/// One workload under one strategy.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct BenchRow {
+    pub workload: String,
+    pub strategy: Strategy,
+    pub prompt_tokens: u32,
+    pub new_tokens: u32,
+    pub decode_tokens_per_second: Spread,
+    pub prefill_tokens_per_second: Spread,
+    pub time_to_first_token_ms: Spread,
+    /// Compute dispatches of one decode step.
+    pub dispatches_per_token: u32,
+    /// Queue submissions per decode step.
+    pub submits_per_token: f64,
+    /// Weight bytes one decode step streams.
+    pub weight_bytes_per_token: u64,
+    /// Median decode speed over the unfused strategy's on the same workload.
+    pub speedup_vs_unfused: Option<f64>,
+    /// Whether every strategy produced the same ids on this workload.
+    pub ids_equal_across_strategies: bool,
+    pub generated_ids: Vec<u32>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct BenchReport {
+    pub runs: u32,
+    pub chunk_tokens: u32,
+    pub results: Vec<BenchRow>,
+    /// Fused step profiles (short and, with `longContext`, long context).
+    pub profile: Vec<StepProfile>,
+    /// The results as a markdown table.
+    pub markdown: String,
+}
+
+struct Workload {
+    name: String,
+    prompt: Vec<u32>,
+    new_tokens: u32,
+}
+
+/// Prompt ids of exactly `len` tokens: ordinary-text ids of SmolLM2's vocabulary, repeated.
+fn prompt_of(len: usize) -> Vec<u32> {
+    (0..len as u32)
+        .map(|i| 300 + ((i % 64) * 7919) % 20000)
+        .collect()
+}
+
+async fn measure(
+    model: &mut GpuModel,
+    w: &Workload,
+    strategy: Strategy,
+    runs: u32,
+    chunk: u32,
+) -> Result<BenchRow> {
+    let request = GenerationRequest {
+        prompt: &w.prompt,
+        max_tokens: w.new_tokens,
+        strategy,
+        sampler: SamplingOptions::default().resolve(&[])?,
+        chunk_tokens: chunk,
+    };
+    model.generate(&request, &mut |_| true).await?; // warm-up
+    let (mut decode, mut prefill, mut ttft) = (Vec::new(), Vec::new(), Vec::new());
+    let mut last = None;
+    for _ in 0..runs.max(1) {
+        let g = model.generate(&request, &mut |_| true).await?;
+        let steps = g.tokens.len().saturating_sub(1) as f64;
+        decode.push(if g.decode_seconds > 0.0 {
+            steps / g.decode_seconds
+        } else {
+            0.0
+        });
+        prefill.push(w.prompt.len() as f64 / g.prefill_seconds.max(1e-9));
+        ttft.push(g.prefill_seconds * 1e3);
+        last = Some(g);
+    }
+    let g = last.unwrap_or_else(|| unreachable!("runs >= 1"));
+    let steps = g.decode_steps.max(1) as f64;
+    Ok(BenchRow {
+        workload: w.name.clone(),
+        strategy,
+        prompt_tokens: w.prompt.len() as u32,
+        new_tokens: g.tokens.len() as u32,
+        decode_tokens_per_second: Spread::of(decode),
+        prefill_tokens_per_second: Spread::of(prefill),
+        time_to_first_token_ms: Spread::of(ttft),
+        dispatches_per_token: model.dispatches_per_step(strategy, false)?,
+        submits_per_token: (g.submits as f64 - 1.0).max(0.0) / steps,
+        weight_bytes_per_token: model.decode_weight_bytes(),
+        speedup_vs_unfused: None,
+        ids_equal_across_strategies: true,
+        generated_ids: g.tokens,
+    })
+}
+
+async fn bench_model(
+    model: &mut GpuModel,
+    workloads: &[Workload],
+    runs: u32,
+    chunk: u32,
+    rows: &mut Vec<BenchRow>,
+) -> Result<()> {
+    for w in workloads {
+        let mut results = Vec::new();
+        for strategy in [Strategy::Unfused, Strategy::Fused] {
+            if strategy == Strategy::Fused && model.fused_available().is_err() {
+                continue;
+            }
+            results.push(measure(model, w, strategy, runs, chunk).await?);
+        }
+        let unfused = results
+            .iter()
+            .find(|r| r.strategy == Strategy::Unfused)
+            .map(|r| r.decode_tokens_per_second.median);
+        let same = results
+            .windows(2)
+            .all(|p| p[0].generated_ids == p[1].generated_ids);
+        for mut r in results {
+            r.speedup_vs_unfused = unfused
+                .filter(|u| *u > 0.0)
+                .map(|u| r.decode_tokens_per_second.median / u);
+            r.ids_equal_across_strategies = same;
+            rows.push(r);
+        }
+    }
+    Ok(())
+}
+
+/// The rows as a markdown table.
+pub fn markdown(rows: &[BenchRow]) -> String {
+    let mut s = String::from(
+        "| workload | strategy | decode tok/s (min–max) | prefill tok/s | TTFT ms | dispatches/token | submits/token | × unfused | same ids |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let d = &r.decode_tokens_per_second;
+        s += &format!(
+            "| {} | {} | {:.0} ({:.0}–{:.0}) | {:.0} | {:.2} | {} | {:.3} | {:.1} | {} |\n",
+            r.workload,
+            r.strategy.name(),
+            d.median,
+            d.min,
+            d.max,
+            r.prefill_tokens_per_second.median,
+            r.time_to_first_token_ms.median,
+            r.dispatches_per_token,
+            r.submits_per_token,
+            r.speedup_vs_unfused.unwrap_or(0.0),
+            if r.ids_equal_across_strategies {
+                "yes"
+            } else {
+                "NO"
+            },
+        );
+    }
+    s
+}
+
+/// Runs the benchmark: `model` (a GGUF file) if given, and the toy grid when asked (or when
+/// there is no model). Each model gets its own device context.
+pub async fn bench(model: Option<&[u8]>, options: &BenchOptions) -> Result<BenchReport> {
+    let runs = options.runs.unwrap_or(5).max(1);
+    let chunk = options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS).max(1);
+    let mut rows = Vec::new();
+    let mut profile = Vec::new();
+    if let Some(bytes) = model {
+        let long = options.long_context.unwrap_or(true);
+        let load = LoadOptions {
+            n_ctx: Some(if long { 1152 } else { 320 }),
+            max_batch: Some(128),
+            kv_f16: Some(false),
+        };
+        let mut m = GpuModel::load(GpuContext::new().await?, bytes, &load).await?;
+        let mut workloads = vec![
+            Workload {
+                name: "prompt 16, 128 new".into(),
+                prompt: prompt_of(16),
+                new_tokens: 128,
+            },
+            Workload {
+                name: "prompt 128, 128 new".into(),
+                prompt: prompt_of(128),
+                new_tokens: 128,
+            },
+        ];
+        if long {
+            workloads.push(Workload {
+                name: "context 1024 (prompt 960, 64 new)".into(),
+                prompt: prompt_of(960),
+                new_tokens: 64,
+            });
+        }
+        bench_model(&mut m, &workloads, runs, chunk, &mut rows).await?;
+        if options.profile.unwrap_or(false) && m.fused_available().is_ok() {
+            profile.push(m.profile_fused(&prompt_of(16), 5).await?);
+            if long {
+                profile.push(m.profile_fused(&prompt_of(1000), 5).await?);
+            }
+        }
+    }
+    if options.toy.unwrap_or(model.is_none()) {
+        let sizes: &[u64] = if options.small_toy.unwrap_or(false) {
+            &[32, 64]
+        } else {
+            &[32, 64, 128, 256]
+        };
+        for &d in sizes {
+            for layers in [1u32, 4] {
+                let spec = SyntheticSpec {
+                    n_layers: layers,
+                    n_embd: d,
+                    n_ff: 4 * d,
+                    n_head: (d / 32).max(2),
+                    n_head_kv: (d / 32).max(2),
+                    matrix_types: vec![GgmlType::Q8_0],
+                    embedding_type: GgmlType::Q8_0,
+                    tied: true,
+                    seed: d + u64::from(layers),
+                    ..SyntheticSpec::default()
+                };
+                let file = synthetic_llama(&spec);
+                let load = LoadOptions {
+                    n_ctx: Some(128),
+                    max_batch: Some(16),
+                    kv_f16: Some(false),
+                };
+                let mut m = GpuModel::load(GpuContext::new().await?, &file, &load).await?;
+                let w = Workload {
+                    name: format!("toy d{d} L{layers}, 64 tokens"),
+                    prompt: (1..9).collect(),
+                    new_tokens: 64,
+                };
+                bench_model(&mut m, &[w], runs, chunk, &mut rows).await?;
+            }
+        }
+    }
+    Ok(BenchReport {
+        runs,
+        chunk_tokens: chunk,
+        markdown: markdown(&rows),
+        results: rows,
+        profile,
+    })
+}

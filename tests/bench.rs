@@ -1,0 +1,111 @@
+//! The benchmark and the profiler produce complete, consistent reports (natively on lavapipe and
+//! in Chromium on SwiftShader). Speed figures are not asserted here — they live in bench/results;
+//! what is checked is that every strategy ran every workload with the same ids, and that the
+//! dispatch and submit counts are the ones each strategy claims.
+
+mod common;
+
+use fuselm::gguf::GgmlType;
+use fuselm::gpu::GpuContext;
+use fuselm::model::bench::{bench, BenchOptions};
+use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
+use fuselm::model::{GpuModel, LoadOptions, Strategy};
+
+async fn toy_bench_reports_every_strategy() {
+    let options = BenchOptions {
+        runs: Some(1),
+        small_toy: Some(true),
+        ..Default::default()
+    };
+    let report = bench(None, &options).await.expect("bench");
+    assert_eq!(
+        report.results.len(),
+        2 * 2 * 2,
+        "2 sizes × 2 depths × 2 strategies"
+    );
+    for r in &report.results {
+        let layers: u32 = if r.workload.contains(" L4") { 4 } else { 1 };
+        assert!(r.ids_equal_across_strategies, "{}: ids differ", r.workload);
+        assert_eq!(r.new_tokens, 64, "{}", r.workload);
+        assert!(r.decode_tokens_per_second.median > 0.0 && r.time_to_first_token_ms.median > 0.0);
+        match r.strategy {
+            Strategy::Fused => {
+                // embed + 4 per layer + head + choose (greedy)
+                assert_eq!(r.dispatches_per_token, 1 + 4 * layers + 2, "{}", r.workload);
+                assert!(
+                    r.submits_per_token < 0.1,
+                    "{}: {}",
+                    r.workload,
+                    r.submits_per_token
+                );
+            }
+            Strategy::Unfused => {
+                assert_eq!(
+                    r.dispatches_per_token,
+                    1 + 15 * layers + 2,
+                    "{}",
+                    r.workload
+                );
+                assert_eq!(r.submits_per_token, 1.0, "{}", r.workload);
+                assert_eq!(r.speedup_vs_unfused, Some(1.0));
+            }
+        }
+    }
+    assert_eq!(report.markdown.lines().count(), 2 + report.results.len());
+}
+gpu_test!(
+    toy_bench_reports_every_strategy_and_count,
+    toy_bench_reports_every_strategy
+);
+
+async fn profile_covers_every_dispatch_of_a_step() {
+    let spec = SyntheticSpec {
+        n_layers: 3,
+        matrix_types: vec![GgmlType::Q4_1],
+        ..SyntheticSpec::default()
+    };
+    let file = synthetic_llama(&spec);
+    let ctx = GpuContext::new().await.expect("gpu");
+    let load = LoadOptions {
+        n_ctx: Some(64),
+        max_batch: Some(16),
+        kv_f16: Some(false),
+    };
+    let mut model = GpuModel::load(ctx, &file, &load).await.expect("model");
+    let p = model
+        .profile_fused(&[1, 2, 3, 4, 5], 2)
+        .await
+        .expect("profile");
+    assert_eq!(p.context, 9);
+    let count = |role: &str| {
+        p.roles
+            .iter()
+            .find(|r| r.role == role)
+            .map_or(0, |r| r.dispatches_per_step)
+    };
+    for role in [
+        "norm+qkv+rope",
+        "kv-append+attention+o-proj",
+        "combine+norm+gate/up+swiglu",
+        "down+residual",
+    ] {
+        assert_eq!(count(role), 3, "{role}");
+    }
+    for role in ["norm+head+penalties", "sample-select", "sample-choose"] {
+        assert_eq!(count(role), 1, "{role}");
+    }
+    assert!(p.roles.iter().all(|r| r.microseconds_per_step > 0.0));
+    let sum: f64 = p.roles.iter().map(|r| r.microseconds_per_step).sum();
+    assert!((sum - p.sum_of_roles_microseconds).abs() < 1e-6 * sum.max(1.0));
+    assert!(p.step_microseconds > 0.0);
+    let weights = p
+        .roles
+        .iter()
+        .find(|r| r.role == "norm+head+penalties")
+        .expect("head");
+    assert_eq!(weights.bytes_per_step, model.head_bytes());
+}
+gpu_test!(
+    profile_covers_every_dispatch,
+    profile_covers_every_dispatch_of_a_step
+);
