@@ -3,7 +3,7 @@
 // Every function here is a thin typed wrapper over the wasm module: it loads the module on first
 // use and turns errors into `FuselmError`. The data types come from the Rust side via tsify.
 import * as wasm from "./wasm/fuselm.js";
-import type { AdapterReport, BenchOptions, BenchReport, ProbeOptions } from "./wasm/fuselm.js";
+import type { AdapterReport, GenerationBenchOptions, GenerationBenchReport, ProbeOptions } from "./wasm/fuselm.js";
 import { init } from "./init.js";
 import { toFuselmError } from "./errors.js";
 import { readSource, type ModelSource } from "./model.js";
@@ -29,9 +29,9 @@ export type {
   GenerateTimings,
   StopReason,
   ModelInfo,
-  BenchOptions,
-  BenchReport,
-  BenchRow,
+  GenerationBenchOptions,
+  GenerationBenchReport,
+  GenerationBenchRow,
   Spread,
   StepProfile,
   RoleProfile,
@@ -60,7 +60,7 @@ export async function probe(options?: ProbeOptions): Promise<AdapterReport> {
  * 128 tokens (and ~1,000 tokens of context unless `longContext: false`), with `profile: true` the
  * per-kernel-role profile; `toy: true` (the default without a model) runs synthetic models.
  */
-export async function bench(options?: BenchOptions, model?: ModelSource): Promise<BenchReport> {
+export async function bench(options?: GenerationBenchOptions, model?: ModelSource): Promise<GenerationBenchReport> {
   try {
     const [bytes] = await Promise.all([model === undefined ? undefined : readSource(model), init()]);
     return await wasm.bench(options, bytes);

@@ -7,12 +7,12 @@ mod common;
 
 use fuselm::gguf::GgmlType;
 use fuselm::gpu::GpuContext;
-use fuselm::model::bench::{bench, BenchOptions};
+use fuselm::model::bench::{bench, GenerationBenchOptions};
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
 use fuselm::model::{GpuModel, LoadOptions, Strategy};
 
 async fn toy_bench_reports_every_strategy() {
-    let options = BenchOptions {
+    let options = GenerationBenchOptions {
         runs: Some(1),
         small_toy: Some(true),
         ..Default::default()

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
-pub struct BenchOptions {
+pub struct GenerationBenchOptions {
     /// Measured runs per configuration, after one warm-up. Default: 5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
@@ -75,7 +75,7 @@ impl Spread {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
-pub struct BenchRow {
+pub struct GenerationBenchRow {
     pub workload: String,
     pub strategy: Strategy,
     pub prompt_tokens: u32,
@@ -100,10 +100,10 @@ pub struct BenchRow {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
-pub struct BenchReport {
+pub struct GenerationBenchReport {
     pub runs: u32,
     pub chunk_tokens: u32,
-    pub results: Vec<BenchRow>,
+    pub results: Vec<GenerationBenchRow>,
     /// Fused step profiles (short and, with `longContext`, long context).
     pub profile: Vec<StepProfile>,
     /// The results as a markdown table.
@@ -129,7 +129,7 @@ async fn measure(
     strategy: Strategy,
     runs: u32,
     chunk: u32,
-) -> Result<BenchRow> {
+) -> Result<GenerationBenchRow> {
     let request = GenerationRequest {
         prompt: &w.prompt,
         max_tokens: w.new_tokens,
@@ -154,7 +154,7 @@ async fn measure(
     }
     let g = last.unwrap_or_else(|| unreachable!("runs >= 1"));
     let steps = g.decode_steps.max(1) as f64;
-    Ok(BenchRow {
+    Ok(GenerationBenchRow {
         workload: w.name.clone(),
         strategy,
         prompt_tokens: w.prompt.len() as u32,
@@ -176,7 +176,7 @@ async fn bench_model(
     workloads: &[Workload],
     runs: u32,
     chunk: u32,
-    rows: &mut Vec<BenchRow>,
+    rows: &mut Vec<GenerationBenchRow>,
 ) -> Result<()> {
     for w in workloads {
         let mut results = Vec::new();
@@ -205,7 +205,7 @@ async fn bench_model(
 }
 
 /// The rows as a markdown table.
-pub fn markdown(rows: &[BenchRow]) -> String {
+pub fn markdown(rows: &[GenerationBenchRow]) -> String {
     let mut s = String::from(
         "| workload | strategy | decode tok/s (min–max) | prefill tok/s | TTFT ms | dispatches/token | submits/token | × unfused | same ids |\n|---|---|---|---|---|---|---|---|---|\n",
     );
@@ -235,7 +235,10 @@ pub fn markdown(rows: &[BenchRow]) -> String {
 
 /// Runs the benchmark: `model` (a GGUF file) if given, and the toy grid when asked (or when
 /// there is no model). Each model gets its own device context.
-pub async fn bench(model: Option<&[u8]>, options: &BenchOptions) -> Result<BenchReport> {
+pub async fn bench(
+    model: Option<&[u8]>,
+    options: &GenerationBenchOptions,
+) -> Result<GenerationBenchReport> {
     let runs = options.runs.unwrap_or(5).max(1);
     let chunk = options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS).max(1);
     let mut rows = Vec::new();
@@ -311,7 +314,7 @@ pub async fn bench(model: Option<&[u8]>, options: &BenchOptions) -> Result<Bench
             }
         }
     }
-    Ok(BenchReport {
+    Ok(GenerationBenchReport {
         runs,
         chunk_tokens: chunk,
         markdown: markdown(&rows),

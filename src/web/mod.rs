@@ -62,13 +62,13 @@ pub async fn probe_js(options: Option<Ts<ProbeOptions>>) -> Result<Ts<AdapterRep
     to_js(&report)
 }
 
-/// Runs every strategy side by side (see `BenchReport`): the GGUF `model` if given (its bytes),
+/// Runs every strategy side by side (see `GenerationBenchReport`): the GGUF `model` if given (its bytes),
 /// and the synthetic toy grid when `options.toy` is set or there is no model.
 #[wasm_bindgen(js_name = bench)]
 pub async fn bench_js(
-    options: Option<Ts<crate::model::bench::BenchOptions>>,
+    options: Option<Ts<crate::model::bench::GenerationBenchOptions>>,
     model: Option<Vec<u8>>,
-) -> Result<Ts<crate::model::bench::BenchReport>, JsValue> {
+) -> Result<Ts<crate::model::bench::GenerationBenchReport>, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
     let report = crate::model::bench::bench(model.as_deref(), &options)
         .await

@@ -2,7 +2,7 @@
 //! this process on this device, side by side (`fuselm::model::bench`, the same report as
 //! TypeScript's `bench()`), with the adapter report, date and commit.
 
-use fuselm::model::bench::{bench, BenchOptions};
+use fuselm::model::bench::{bench, GenerationBenchOptions};
 use fuselm::model::DEFAULT_CHUNK_TOKENS;
 use std::error::Error;
 use std::path::PathBuf;
@@ -50,7 +50,7 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?),
         None => None,
     };
-    let options = BenchOptions {
+    let options = GenerationBenchOptions {
         runs: Some(args.runs),
         toy: Some(args.toy || bytes.is_none()),
         small_toy: Some(args.small_toy),

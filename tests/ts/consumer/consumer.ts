@@ -2,6 +2,9 @@
 // lines fail the check if a type ever degrades to `any` or loses a field.
 import {
   probe,
+  bench,
+  type GenerationBenchReport,
+  type GenerationBenchRow,
   init,
   loadModel,
   Model,
@@ -114,6 +117,12 @@ export async function generateText(url: string, bytes: Uint8Array): Promise<stri
     const badPreset: SamplingOptions = { temperature: "hot" };
     // @ts-expect-error stepsPerSubmit was replaced by chunkTokens
     await model.generate("Hi", { stepsPerSubmit: 8 });
+    const report: GenerationBenchReport = await bench({ runs: 1, smallToy: true, profile: false });
+    const row: GenerationBenchRow | undefined = report.results[0];
+    const speedup: number | undefined = row?.speedupVsUnfused;
+    console.log(report.markdown, row?.strategy, row?.decodeTokensPerSecond.median, speedup);
+    // @ts-expect-error runs is a number
+    await bench({ runs: "3" });
     // @ts-expect-error strategy is a closed union
     await model.generate("Hi", { strategy: "megakernel" });
     // @ts-expect-error topK is a number
