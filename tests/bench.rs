@@ -52,6 +52,7 @@ async fn toy_bench_reports_every_strategy() {
         }
     }
     assert_eq!(report.markdown.lines().count(), 2 + report.results.len());
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
 }
 gpu_test!(
     toy_bench_reports_every_strategy_and_count,
@@ -108,4 +109,56 @@ async fn profile_covers_every_dispatch_of_a_step() {
 gpu_test!(
     profile_covers_every_dispatch,
     profile_covers_every_dispatch_of_a_step
+);
+
+async fn fused_limits_are_typed_errors_and_unfused_still_runs() {
+    // n_embd beyond the fused kernels' workgroup-memory limit (2048).
+    let spec = SyntheticSpec {
+        n_layers: 1,
+        n_embd: 2080,
+        n_ff: 64,
+        n_head: 65,
+        n_head_kv: 65,
+        matrix_types: vec![GgmlType::Q8_0],
+        embedding_type: GgmlType::Q8_0,
+        ..SyntheticSpec::default()
+    };
+    let file = synthetic_llama(&spec);
+    let ctx = GpuContext::new().await.expect("gpu");
+    let load = LoadOptions {
+        n_ctx: Some(32),
+        max_batch: Some(8),
+        kv_f16: Some(false),
+    };
+    let mut model = GpuModel::load(ctx, &file, &load).await.expect("model");
+    let e = model
+        .fused_available()
+        .expect_err("fused must refuse n_embd 2080");
+    assert_eq!(e.kind(), fuselm::error::ErrorKind::LimitExceeded, "{e}");
+    assert!(e.to_string().contains("n_embd"), "{e}");
+    let greedy = fuselm::sampling::SamplingOptions::default()
+        .resolve(&[])
+        .unwrap();
+    let mut request = fuselm::model::GenerationRequest {
+        prompt: &[1, 2, 3],
+        max_tokens: 3,
+        strategy: Strategy::Fused,
+        sampler: greedy,
+        chunk_tokens: 8,
+    };
+    let e = model
+        .generate(&request, &mut |_| true)
+        .await
+        .expect_err("fused");
+    assert_eq!(e.kind(), fuselm::error::ErrorKind::LimitExceeded);
+    request.strategy = Strategy::Unfused;
+    let g = model
+        .generate(&request, &mut |_| true)
+        .await
+        .expect("unfused still runs");
+    assert_eq!(g.tokens.len(), 3);
+}
+gpu_test!(
+    fused_limits_are_typed_errors,
+    fused_limits_are_typed_errors_and_unfused_still_runs
 );

@@ -108,6 +108,9 @@ pub struct GenerationBenchReport {
     pub profile: Vec<StepProfile>,
     /// The results as a markdown table.
     pub markdown: String,
+    /// Strategies that could not run a workload, and why (e.g. a model beyond the fused
+    /// kernels' limits).
+    pub notes: Vec<String>,
 }
 
 struct Workload {
@@ -177,12 +180,16 @@ async fn bench_model(
     runs: u32,
     chunk: u32,
     rows: &mut Vec<GenerationBenchRow>,
+    notes: &mut Vec<String>,
 ) -> Result<()> {
     for w in workloads {
         let mut results = Vec::new();
         for strategy in [Strategy::Unfused, Strategy::Fused] {
-            if strategy == Strategy::Fused && model.fused_available().is_err() {
-                continue;
+            if strategy == Strategy::Fused {
+                if let Err(e) = model.fused_available() {
+                    notes.push(format!("{}: fused skipped: {e}", w.name));
+                    continue;
+                }
             }
             results.push(measure(model, w, strategy, runs, chunk).await?);
         }
@@ -242,6 +249,7 @@ pub async fn bench(
     let runs = options.runs.unwrap_or(5).max(1);
     let chunk = options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS).max(1);
     let mut rows = Vec::new();
+    let mut notes = Vec::new();
     let mut profile = Vec::new();
     if let Some(bytes) = model {
         let long = options.long_context.unwrap_or(true);
@@ -270,7 +278,7 @@ pub async fn bench(
                 new_tokens: 64,
             });
         }
-        bench_model(&mut m, &workloads, runs, chunk, &mut rows).await?;
+        bench_model(&mut m, &workloads, runs, chunk, &mut rows, &mut notes).await?;
         if options.profile.unwrap_or(false) && m.fused_available().is_ok() {
             profile.push(m.profile_fused(&prompt_of(16), 5).await?);
             if long {
@@ -310,7 +318,7 @@ pub async fn bench(
                     prompt: (1..9).collect(),
                     new_tokens: 64,
                 };
-                bench_model(&mut m, &[w], runs, chunk, &mut rows).await?;
+                bench_model(&mut m, &[w], runs, chunk, &mut rows, &mut notes).await?;
             }
         }
     }
@@ -320,5 +328,6 @@ pub async fn bench(
         markdown: markdown(&rows),
         results: rows,
         profile,
+        notes,
     })
 }

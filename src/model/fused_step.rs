@@ -358,3 +358,28 @@ impl FusedDecode {
         self.embed_dispatches + 4 * self.layers.len() as u32
     }
 }
+
+/// Everything the fused strategy needs: the decode step and the head + GPU sampler.
+pub struct Fused {
+    pub decode: FusedDecode,
+    pub choice: Choice,
+}
+
+impl Fused {
+    /// Binds both; a model beyond the fused kernels' limits gets the typed reason (and still
+    /// runs with the unfused strategy).
+    pub async fn bind(
+        ctx: &GpuContext,
+        config: &ModelConfig,
+        weights: &ModelWeights,
+        acts: &Activations,
+        sampler: &SamplerBuffers,
+        kv: KvFormat,
+    ) -> Result<Self> {
+        fused_shape(config, acts.n_ctx).check()?;
+        Ok(Self {
+            choice: Choice::bind(ctx, config, weights, acts, sampler).await?,
+            decode: FusedDecode::bind(ctx, config, weights, acts, kv).await?,
+        })
+    }
+}

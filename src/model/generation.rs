@@ -207,7 +207,7 @@ impl GpuModel {
             Strategy::Unfused => self.decode.dispatches(),
             Strategy::Fused => {
                 let f = self.fused.as_ref().map_err(replay)?;
-                f.body_dispatches() + self.choice.dispatches(sampling)
+                f.decode.body_dispatches() + f.choice.dispatches(sampling)
             }
         })
     }
@@ -254,7 +254,7 @@ impl GpuModel {
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             self.prefill.record_body(&mut pass, n - last)?;
-            self.choice.record(&mut pass, sampling);
+            fused.choice.record(&mut pass, sampling);
         }
         let read = StagedRead::copy(
             &ctx.device,
@@ -266,10 +266,11 @@ impl GpuModel {
         pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), 1));
         prog.out.submits += 1;
         prog.out.dispatches +=
-            u64::from(self.prefill.dispatches() - 2 + self.choice.dispatches(sampling));
+            u64::from(self.prefill.dispatches() - 2 + fused.choice.dispatches(sampling));
         let mut recorded = 1u32; // tokens whose steps are recorded
         let chunk = req.chunk_tokens.max(1);
-        let per_step = u64::from(fused.body_dispatches() + self.choice.dispatches(sampling));
+        let per_step =
+            u64::from(fused.decode.body_dispatches() + fused.choice.dispatches(sampling));
 
         while let Some((read, count)) = pending.pop_front() {
             // Keep the GPU busy: queue the next chunk before waiting for this one.
@@ -280,8 +281,8 @@ impl GpuModel {
                     let mut pass = enc.begin_compute_pass(&Default::default());
                     for i in 0..steps {
                         // The step producing token index recorded + i sees n + recorded + i keys.
-                        fused.record_body(&mut pass, n + recorded + i)?;
-                        self.choice.record(&mut pass, sampling);
+                        fused.decode.record_body(&mut pass, n + recorded + i)?;
+                        fused.choice.record(&mut pass, sampling);
                     }
                 }
                 let read = StagedRead::copy(

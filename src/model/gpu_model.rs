@@ -6,7 +6,7 @@
 //! prefill shared by the strategies, and the logits entry points used by tests.
 
 use super::activations::Activations;
-use super::fused_step::{Choice, FusedDecode, SamplerBuffers};
+use super::fused_step::{Fused, SamplerBuffers};
 use super::gpu_weights::ModelWeights;
 use super::step::{Kernels, Step, StepKind};
 use crate::error::{FuselmError, Result};
@@ -64,10 +64,8 @@ pub struct GpuModel {
     pub(super) decode: Step,
     all_logits: Option<Step>,
     pub(super) sampler: SamplerBuffers,
-    /// Head + GPU sampler, shared by the fused decode step and the fused prefill.
-    pub(super) choice: Choice,
-    /// The fused decode step, or why this model cannot use it.
-    pub(super) fused: std::result::Result<FusedDecode, FuselmError>,
+    /// The fused decode step with its head and GPU sampler, or why this model cannot use it.
+    pub(super) fused: std::result::Result<Fused, FuselmError>,
 }
 
 impl GpuModel {
@@ -107,8 +105,7 @@ impl GpuModel {
         let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
         let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
         let sampler = SamplerBuffers::new(&ctx, &weights, config.vocab_size);
-        let choice = Choice::bind(&ctx, &config, &weights, &acts, &sampler).await?;
-        let fused = FusedDecode::bind(&ctx, &config, &weights, &acts, kv).await;
+        let fused = Fused::bind(&ctx, &config, &weights, &acts, &sampler, kv).await;
         if let Some(e) = invalid.pop().await {
             return Err(FuselmError::Gpu(format!("loading the model: {e}")));
         }
@@ -128,7 +125,6 @@ impl GpuModel {
             decode,
             all_logits: None,
             sampler,
-            choice,
             fused,
         })
     }
@@ -279,17 +275,15 @@ impl GpuModel {
                 &self.config,
                 StepKind::Decode,
             )?;
-            self.choice = Choice::bind(
+            self.fused = Fused::bind(
                 &self.ctx,
                 &self.config,
                 &self.weights,
                 &self.acts,
                 &self.sampler,
+                self.kv,
             )
-            .await?;
-            self.fused =
-                FusedDecode::bind(&self.ctx, &self.config, &self.weights, &self.acts, self.kv)
-                    .await;
+            .await;
             self.all_logits = Some(Step::bind(
                 &self.ctx,
                 &self.kernels,

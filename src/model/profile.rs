@@ -68,8 +68,8 @@ impl GpuModel {
         let c = &self.config;
         let kv_bytes = 2 * u64::from(c.head_dim) * self.kv_bytes_per_value();
         let timer = PassTimer::new(&self.ctx);
-        let mut calls = fused.roles(len, kv_bytes, u64::from(c.n_head));
-        calls.extend(self.choice.roles(self.head_bytes()));
+        let mut calls = fused.decode.roles(len, kv_bytes, u64::from(c.n_head));
+        calls.extend(fused.choice.roles(self.head_bytes()));
         let mut roles: Vec<RoleProfile> = Vec::new();
         let mut wall_clock = false;
         for call in &calls {
@@ -103,8 +103,8 @@ impl GpuModel {
         for _ in 0..reps.max(1) {
             let t = timer
                 .time_pass(&self.ctx, |p| {
-                    let _ = fused.record_body(p, len);
-                    self.choice.record(p, false);
+                    let _ = fused.decode.record_body(p, len);
+                    fused.choice.record(p, false);
                 })
                 .await?;
             steps.push(t.gpu.unwrap_or(t.wall) * 1e6);

@@ -72,6 +72,9 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
         None => out!("{text}"),
     }
     eprintln!("{}", report.markdown);
+    for note in &report.notes {
+        eprintln!("note: {note}");
+    }
     Ok(())
 }
 
