@@ -37,37 +37,13 @@ const WG: u32 = 256u;
 const LANES: u32 = 32u;
 const ROWS: u32 = WG / LANES;
 const CHUNK: u32 = 256u;           // must match fused_attention.wgsl
-const MAX_EMBD: u32 = 2048u;
 const MAX_WEIGHTS: u32 = 1024u;    // n_head * max_chunks, checked on the host
 const PF: u32 = 3u;                // weight units prefetched per invocation (per matrix)
 
-var<workgroup> xn: array<f32, MAX_EMBD>;
 var<workgroup> wts: array<f32, MAX_WEIGHTS>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red2: array<f32, WG>;
 var<workgroup> chunks_sh: u32;
-
-fn xn_load8(u: u32) -> W8 {
-    let i = 8u * u;
-    return W8(
-        vec4<f32>(xn[i], xn[i + 1u], xn[i + 2u], xn[i + 3u]),
-        vec4<f32>(xn[i + 4u], xn[i + 5u], xn[i + 6u], xn[i + 7u]),
-    );
-}
-
-fn wg_sum(lid: u32, v: f32) -> f32 {
-    red[lid] = v;
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        workgroupBarrier();
-        if lid < s {
-            red[lid] += red[lid + s];
-        }
-    }
-    workgroupBarrier();
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
 
 @compute @workgroup_size(WG)
 fn main(

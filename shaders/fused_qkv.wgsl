@@ -40,21 +40,11 @@ struct Params {
 const WG: u32 = 256u;
 const LANES: u32 = 32u;
 const ROWS: u32 = WG / LANES; // must match kernels::fused::ROWS_PER_WORKGROUP
-const MAX_EMBD: u32 = 2048u;  // must match kernels::fused::MAX_EMBD
 const PF: u32 = 3u;           // weight units prefetched per invocation (raw0..raw2)
 
-var<workgroup> xn: array<f32, MAX_EMBD>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> out_sh: array<f32, ROWS>;
 var<workgroup> flag_sh: u32;
-
-fn xn_load8(u: u32) -> W8 {
-    let i = 8u * u;
-    return W8(
-        vec4<f32>(xn[i], xn[i + 1u], xn[i + 2u], xn[i + 3u]),
-        vec4<f32>(xn[i + 4u], xn[i + 5u], xn[i + 6u], xn[i + 7u]),
-    );
-}
 
 fn qkv_decode(region: u32, raw: vec4<u32>, row: u32, u: u32, n: u32) -> W8 {
     if region == 0u {
@@ -63,21 +53,6 @@ fn qkv_decode(region: u32, raw: vec4<u32>, row: u32, u: u32, n: u32) -> W8 {
         return wk_decode(raw, row, u, n);
     }
     return wv_decode(raw, row, u, n);
-}
-
-// Sum of `v` over the workgroup (every invocation gets it). Must be called uniformly.
-fn wg_sum(lid: u32, v: f32) -> f32 {
-    red[lid] = v;
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        workgroupBarrier();
-        if lid < s {
-            red[lid] += red[lid + s];
-        }
-    }
-    workgroupBarrier();
-    let r = red[0];
-    workgroupBarrier();
-    return r;
 }
 
 @compute @workgroup_size(WG)

@@ -36,20 +36,10 @@ const WG: u32 = 256u;
 const LANES: u32 = 32u;
 const SETS: u32 = 4u;
 const ROWS_PER_WG: u32 = SETS * (WG / LANES); // kernels::head::ROWS_PER_WORKGROUP
-const MAX_EMBD: u32 = 2048u;
 
-var<workgroup> xn: array<f32, MAX_EMBD>;
 var<workgroup> red: array<f32, WG * SETS>;
 var<workgroup> vals: array<f32, ROWS_PER_WG>;
 var<workgroup> flag_sh: u32;
-
-fn xn_load8(u: u32) -> W8 {
-    let i = 8u * u;
-    return W8(
-        vec4<f32>(xn[i], xn[i + 1u], xn[i + 2u], xn[i + 3u]),
-        vec4<f32>(xn[i + 4u], xn[i + 5u], xn[i + 6u], xn[i + 7u]),
-    );
-}
 
 @compute @workgroup_size(WG)
 fn main(
@@ -70,15 +60,7 @@ fn main(
         let v = x[xb + i];
         ss += v * v;
     }
-    red[lid] = ss;
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        workgroupBarrier();
-        if lid < s {
-            red[lid] += red[lid + s];
-        }
-    }
-    workgroupBarrier();
-    let scale = inverseSqrt(red[0] / f32(n) + p.eps);
+    let scale = inverseSqrt(wg_sum(lid, ss) / f32(n) + p.eps);
     let units = (n + 7u) / 8u;
     for (var i = lid; i < units * 8u; i += WG) {
         xn[i] = select(0.0, x[xb + min(i, n - 1u)] * scale * norm_w[min(i, n - 1u)], i < n);

@@ -15,6 +15,7 @@ pub const MATVEC: &str = include_str!("../shaders/matvec.wgsl");
 pub const MATMUL: &str = include_str!("../shaders/matmul.wgsl");
 pub const ROPE: &str = include_str!("../shaders/rope.wgsl");
 pub const ROPE_MATH: &str = include_str!("../shaders/rope_math.wgsl");
+pub const FUSED_NORM: &str = include_str!("../shaders/fused_norm.wgsl");
 pub const FUSED_QKV: &str = include_str!("../shaders/fused_qkv.wgsl");
 pub const FUSED_ATTENTION: &str = include_str!("../shaders/fused_attention.wgsl");
 pub const FUSED_FFN_UP: &str = include_str!("../shaders/fused_ffn_up.wgsl");

@@ -157,6 +157,7 @@ impl FusedQkv {
     ) -> Result<Self> {
         let source = compose(&[
             shaders::COMMON,
+            shaders::FUSED_NORM,
             shaders::ROPE_MATH,
             &q.decoder_named("wq"),
             &k.decoder_named("wk"),
@@ -347,6 +348,7 @@ impl FusedFfnUp {
     pub async fn new(ctx: &GpuContext, gate: WeightFormat, up: WeightFormat) -> Result<Self> {
         let source = compose(&[
             shaders::COMMON,
+            shaders::FUSED_NORM,
             &gate.decoder_named("wgate"),
             &up.decoder_named("wup"),
             shaders::FUSED_FFN_UP,

@@ -55,6 +55,7 @@ impl HeadLogits {
     pub async fn new(ctx: &GpuContext, format: WeightFormat) -> Result<Self> {
         let source = compose(&[
             shaders::COMMON,
+            shaders::FUSED_NORM,
             shaders::SAMPLER_PARAMS,
             format.decoder(),
             shaders::HEAD_LOGITS,
