@@ -1,11 +1,31 @@
 // Prefill matrix product: Y[t][row0 + r] = sum_c W[r][c] * X[t][c] for t < state.n_tokens.
 //
-// Same shape as matvec.wgsl (a workgroup of 256 serves ROWS = 8 weight rows, 32 lanes per row
-// striding over it in units of 8, tree reduction) but each workgroup also serves TOKENS
-// tokens: every weight unit is decoded once and dotted with TOKENS activation rows, so
-// quantized weights are read and dequantized TOKENS times less often than running matvec per
-// token. Grid: x/y = row groups (folded 2D), z = token tiles. The token count comes from
-// `state`.
+// A tiled GEMM. A workgroup of 256 computes a tile of ROWS = 32 weight rows x TOKENS = 32
+// tokens, stepping over k in slabs of SLAB = 64 values:
+//   1. every invocation decodes one 8-value weight unit (w_decode) of the slab and loads two
+//      4-value quads of X, and stores them to workgroup memory: each weight unit is decoded
+//      once per workgroup instead of once per token;
+//   2. barrier; each invocation accumulates a 2 x 2 register tile (rows i, i + 16 x tokens
+//      j, j + 16) from workgroup memory, four k at a time (vec4 fma), while the raw words of
+//      the next slab are already in flight (software pipelining: fetched into registers
+//      after the barrier, decoded and stored after the compute);
+//   3. barrier, next slab.
+// Why 32 x 32 tiles and a 2 x 2 register tile (rather than 4 x 4 on fewer invocations or
+// bigger tiles): prefill shapes are skinny. SmolLM2's 576-row projections at 128 tokens make only
+// 18 x 4 = 72 workgroups, fewer than an H100 has SMs, so time is set by one workgroup's latency;
+// 256 invocations (8 warps) per workgroup split its arithmetic eight ways and hide its latency.
+//
+// Workgroup memory: W and X slabs, [32 rows or tokens][16 quads] of vec4 each, 2 x 8 KiB =
+// 16 KiB (the WebGPU default limit). Quad q of row r sits at r * 16 + (q ^ (r & 7)): this XOR
+// swizzle makes the unit stores (8 lanes = 8 rows, same quad), the X stores (8 lanes = 8 quads
+// of a token) and the W reads (8 lanes = 8 rows, same quad) touch 8 distinct 16-byte bank
+// groups, without padding that would not fit in 16 KiB; the X reads of 8 lanes share one
+// address (a broadcast).
+//
+// Ragged shapes: units past k, rows past n_rows and tokens past state.n_tokens are stored as
+// zeros and never written out, so a partial last slab (k % 64 != 0: 32 for block formats, any
+// remainder for F32/F16) adds nothing. Grid: x/y = row tiles (folded 2D, `linear_group`), z = token tiles; the grid may
+// cover more tokens than state.n_tokens (whole workgroups past it return at once).
 
 struct Params {
     k: u32,      // values per row (input length)
@@ -21,22 +41,40 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> y: array<f32>; // [n_tokens, n]
 
 const WG: u32 = 256u;
-const LANES: u32 = 32u;
-const ROWS: u32 = WG / LANES; // must match kernels::matmul::ROWS_PER_WORKGROUP
-const TOKENS: u32 = 8u;
-var<workgroup> red: array<f32, 2048>; // [TOKENS, WG]
+const ROWS: u32 = 32u;   // must match kernels::matmul::ROWS_PER_WORKGROUP
+const TOKENS: u32 = 32u; // must match kernels::matmul::TOKENS_PER_WORKGROUP
+const SLAB: u32 = 64u;   // k values per step
+const QUADS: u32 = 16u;  // SLAB / 4
+const HALF: u32 = 16u;   // second row / token of an invocation's 2 x 2 tile
 
-fn x_f32(base: u32, c: u32) -> f32 {
-    return select(0.0, x[base + c], c < p.k);
+var<workgroup> w_sh: array<vec4<f32>, 512>; // [ROWS, QUADS], swizzled
+var<workgroup> x_sh: array<vec4<f32>, 512>; // [TOKENS, QUADS], swizzled
+
+// Index of quad q of row (or token) r in w_sh / x_sh.
+fn slot(r: u32, q: u32) -> u32 {
+    return r * QUADS + (q ^ (r & 7u));
 }
 
-fn x_load8(t: u32, u: u32) -> W8 {
-    let b = t * p.k;
-    let c = 8u * u;
-    return W8(
-        vec4<f32>(x_f32(b, c), x_f32(b, c + 1u), x_f32(b, c + 2u), x_f32(b, c + 3u)),
-        vec4<f32>(x_f32(b, c + 4u), x_f32(b, c + 5u), x_f32(b, c + 6u), x_f32(b, c + 7u)),
-    );
+// X[t][c .. c + 4], zero past k and for tokens past n_tokens.
+fn x_quad(t: u32, c: u32, n_tokens: u32) -> vec4<f32> {
+    var v = vec4<f32>();
+    if t < n_tokens {
+        let b = t * p.k + c;
+        if c + 4u <= p.k {
+            v = vec4<f32>(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+        } else {
+            for (var e = 0u; e < 4u; e++) {
+                if c + e < p.k {
+                    v[e] = x[b + e];
+                }
+            }
+        }
+    }
+    return v;
+}
+
+fn hsum(v: vec4<f32>) -> f32 {
+    return (v.x + v.y) + (v.z + v.w);
 }
 
 @compute @workgroup_size(WG)
@@ -45,34 +83,97 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let lane = lid % LANES;
-    let row_base = lid - lane; // this row's first slot in `red`
-    let row = (wg.x + wg.y * nwg.x) * ROWS + lid / LANES;
-    let t0 = wg.z * TOKENS;
-    let nt = min(TOKENS, max(state.n_tokens, t0) - t0);
+    let n_tokens = state.n_tokens;
+    let r0 = linear_group(wg, nwg) * ROWS; // first row of this tile (in the chunk)
+    let t0 = wg.z * TOKENS;                // first token of this tile
+    if r0 >= p.n_rows || t0 >= n_tokens {
+        return; // whole workgroup: the folded grid's spare groups, tokens past the step
+    }
     let units = (p.k + 7u) / 8u;
-    var acc = array<f32, TOKENS>();
-    if row < p.n_rows {
-        for (var u = lane; u < units; u += LANES) {
-            let wv = w_load8(row, u, p.k);
-            for (var j = 0u; j < nt; j++) {
-                acc[j] += dot8(wv, x_load8(t0 + j, u));
-            }
+    let slabs = (p.k + SLAB - 1u) / SLAB;
+
+    // Loader role: weight unit (row lr, unit lu of the slab) and X quads (token lt and
+    // lt + 16, quad lq).
+    let lr = lid % ROWS;
+    let lu = lid / ROWS;
+    let w_row = r0 + lr;
+    let w_ok = w_row < p.n_rows;
+    let lq = lid % QUADS;
+    let lt = lid / QUADS;
+    // Compute role: rows ci, ci + 16 and tokens cj, cj + 16 of the tile.
+    let ci = lid % HALF;
+    let cj = lid / HALF;
+    let wi = ci * QUADS;
+    let wsw = ci & 7u;
+    let xi = cj * QUADS;
+    let xsw = cj & 7u;
+
+    // Slab 0's raw words.
+    var w_raw = vec4<u32>();
+    if w_ok && lu < units {
+        w_raw = w_fetch(w_row, lu, p.k);
+    }
+    var xa = x_quad(t0 + lt, 4u * lq, n_tokens);
+    var xb = x_quad(t0 + lt + HALF, 4u * lq, n_tokens);
+
+    var acc00 = vec4<f32>(); // row ci,      token cj
+    var acc01 = vec4<f32>(); // row ci,      token cj + 16
+    var acc10 = vec4<f32>(); // row ci + 16, token cj
+    var acc11 = vec4<f32>(); // row ci + 16, token cj + 16
+    for (var s = 0u; s < slabs; s++) {
+        let u = s * (SLAB / 8u) + lu;
+        var wv = W8(vec4<f32>(), vec4<f32>());
+        if w_ok && u < units {
+            wv = w_decode(w_raw, w_row, u, p.k);
         }
-    }
-    for (var j = 0u; j < TOKENS; j++) {
-        red[j * WG + lid] = acc[j];
-    }
-    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+        w_sh[slot(lr, 2u * lu)] = wv.a;
+        w_sh[slot(lr, 2u * lu + 1u)] = wv.b;
+        x_sh[slot(lt, lq)] = xa;
+        x_sh[slot(lt + HALF, lq)] = xb;
         workgroupBarrier();
-        if lane < s {
-            for (var j = 0u; j < TOKENS; j++) {
-                red[j * WG + lid] += red[j * WG + lid + s];
+
+        // Next slab's loads, in flight during this slab's arithmetic.
+        if s + 1u < slabs {
+            let un = u + SLAB / 8u;
+            if w_ok && un < units {
+                w_raw = w_fetch(w_row, un, p.k);
             }
+            let c = (s + 1u) * SLAB + 4u * lq;
+            xa = x_quad(t0 + lt, c, n_tokens);
+            xb = x_quad(t0 + lt + HALF, c, n_tokens);
+        }
+
+        for (var q = 0u; q < QUADS; q++) {
+            let w0 = w_sh[wi + (q ^ wsw)];
+            let w1 = w_sh[wi + HALF * QUADS + (q ^ wsw)];
+            let x0 = x_sh[xi + (q ^ xsw)];
+            let x1 = x_sh[xi + HALF * QUADS + (q ^ xsw)];
+            acc00 = fma(w0, x0, acc00);
+            acc01 = fma(w0, x1, acc01);
+            acc10 = fma(w1, x0, acc10);
+            acc11 = fma(w1, x1, acc11);
+        }
+        workgroupBarrier();
+    }
+
+    let ra = r0 + ci;
+    let rb = ra + HALF;
+    let ta = t0 + cj;
+    let tb = ta + HALF;
+    if ra < p.n_rows {
+        if ta < n_tokens {
+            y[ta * p.n + p.row0 + ra] = hsum(acc00);
+        }
+        if tb < n_tokens {
+            y[tb * p.n + p.row0 + ra] = hsum(acc01);
         }
     }
-    workgroupBarrier();
-    if lane < nt && row < p.n_rows {
-        y[(t0 + lane) * p.n + p.row0 + row] = red[lane * WG + row_base];
+    if rb < p.n_rows {
+        if ta < n_tokens {
+            y[ta * p.n + p.row0 + rb] = hsum(acc10);
+        }
+        if tb < n_tokens {
+            y[tb * p.n + p.row0 + rb] = hsum(acc11);
+        }
     }
 }

@@ -163,6 +163,73 @@ async fn matmul_all_formats() {
 }
 gpu_test!(matmul_all_formats_match_reference, matmul_all_formats);
 
+/// Edges of matmul.wgsl's 32-row x 32-token tiles and 64-value k slabs: token counts below,
+/// across and at multiples of the tile (1, 7, 33, 128), row counts not a multiple of 32, and k
+/// with a partial last slab (k % 64 = 32 for the block formats; any k for F32/F16).
+fn tile_edges(format: WeightFormat) -> Vec<(usize, usize, usize)> {
+    match format {
+        WeightFormat::F32 | WeightFormat::F16 => vec![
+            (100, 33, 33),
+            (33, 100, 128),
+            (130, 97, 1),
+            (64, 64, 7),
+            (3, 40, 33),
+        ],
+        _ => vec![(96, 100, 33), (576, 97, 128), (32, 31, 7), (160, 64, 1)],
+    }
+}
+
+async fn matmul_tile_edges() {
+    let ctx = context().await;
+    for (i, format) in WeightFormat::ALL.into_iter().enumerate() {
+        let kernel = MatMul::new(&ctx, format).await.expect("matmul pipeline");
+        for (j, (k, n, n_tokens)) in tile_edges(format).into_iter().enumerate() {
+            check_matmul(
+                &ctx,
+                &kernel,
+                k,
+                n,
+                n_tokens,
+                None,
+                (400 + i * 10 + j) as u64,
+            )
+            .await;
+        }
+    }
+}
+gpu_test!(matmul_tile_edges_match_reference, matmul_tile_edges);
+
+/// SmolLM2-135M's prefill shapes at a 128-token batch: gate/up (k 576, n 1536) and down
+/// (k 1536, n 576) in Q4_1, many slabs and several token tiles.
+async fn matmul_smollm2_prefill_shapes() {
+    let ctx = context().await;
+    let kernel = MatMul::new(&ctx, WeightFormat::Q4_1)
+        .await
+        .expect("pipeline");
+    check_matmul(&ctx, &kernel, 576, 1536, 128, None, 500).await;
+    check_matmul(&ctx, &kernel, 1536, 576, 128, None, 501).await;
+}
+gpu_test!(
+    matmul_smollm2_prefill_shapes_match_reference,
+    matmul_smollm2_prefill_shapes
+);
+
+/// More row tiles than maxComputeWorkgroupsPerDimension (2.1M rows at 32 per tile): the grid
+/// folds into 2D. Native only: SwiftShader in the browser needs ~160 s for these 65,539
+/// workgroups of 256, and the fold (`kernels::grid`, `linear_group`) is the same code there.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn matmul_row_tiles_beyond_one_grid_dimension() {
+    pollster::block_on(async {
+        let ctx = context().await;
+        let max = ctx.device.limits().max_compute_workgroups_per_dimension as usize;
+        let kernel = MatMul::new(&ctx, WeightFormat::Q4_0)
+            .await
+            .expect("pipeline");
+        check_matmul(&ctx, &kernel, 32, max * 32 + 100, 3, None, 600).await;
+    })
+}
+
 async fn matmul_many_tokens_chunked() {
     let ctx = context().await;
     let kernel = MatMul::new(&ctx, WeightFormat::Q4_1)
@@ -173,11 +240,22 @@ async fn matmul_many_tokens_chunked() {
         .await
         .expect("pipeline");
     check_matmul(&ctx, &kernel, 33, 45, 17, Some(700), 201).await;
+    // Chunks whose first rows are not a multiple of the 32-row tile, 128 tokens.
+    let kernel = MatMul::new(&ctx, WeightFormat::Q8_0)
+        .await
+        .expect("pipeline");
+    check_matmul(&ctx, &kernel, 64, 300, 128, Some(50 * 72), 202).await;
+    let kernel = MatMul::new(&ctx, WeightFormat::F32)
+        .await
+        .expect("pipeline");
+    check_matmul(&ctx, &kernel, 100, 90, 40, Some(37 * 400), 203).await;
 }
 gpu_test!(matmul_many_tokens_and_chunks, matmul_many_tokens_chunked);
 
 /// The grid covers `max_tokens` but the kernel obeys `state.n_tokens`: rows past it stay
-/// untouched (poison), so a step shorter than the dispatch writes nothing stray.
+/// untouched (poison), so a step shorter than the dispatch writes nothing stray. Cases: inside
+/// one token tile (8 dispatched, 3 in the step), and a step ending inside the second tile of a
+/// dispatch of three (70 dispatched, 33 in the step: the third tile's workgroups exit at once).
 async fn matmul_obeys_state() {
     let ctx = context().await;
     let mut rng = Rng::new(300);
@@ -187,20 +265,26 @@ async fn matmul_obeys_state() {
     let kernel = MatMul::new(&ctx, WeightFormat::Q8_0)
         .await
         .expect("pipeline");
-    let st = state(&ctx, 0, 3);
-    let xb = buffer_f32(&ctx, &rng.vec(k * 8, 1.0));
-    let yb = poisoned(&ctx, n * 8);
-    let call = kernel.bind(&ctx, &w, &st, &xb, &yb, 8).expect("bind");
-    run(&ctx, |pass| call.record(pass, 8).expect("record"));
-    let got = read_u32(&ctx, &yb, n * 8).await;
-    assert!(
-        got[..3 * n].iter().all(|v| *v != POISON),
-        "rows < n_tokens written"
-    );
-    assert!(
-        got[3 * n..].iter().all(|v| *v == POISON),
-        "rows >= n_tokens untouched"
-    );
+    for (dispatched, in_step) in [(8, 3), (70, 33)] {
+        let st = state(&ctx, 0, in_step as u32);
+        let xb = buffer_f32(&ctx, &rng.vec(k * dispatched, 1.0));
+        let yb = poisoned(&ctx, n * dispatched);
+        let call = kernel
+            .bind(&ctx, &w, &st, &xb, &yb, dispatched as u32)
+            .expect("bind");
+        run(&ctx, |pass| {
+            call.record(pass, dispatched as u32).expect("record")
+        });
+        let got = read_u32(&ctx, &yb, n * dispatched).await;
+        assert!(
+            got[..in_step * n].iter().all(|v| *v != POISON),
+            "rows < n_tokens written ({in_step} of {dispatched})"
+        );
+        assert!(
+            got[in_step * n..].iter().all(|v| *v == POISON),
+            "rows >= n_tokens untouched ({in_step} of {dispatched})"
+        );
+    }
 }
 gpu_test!(
     matmul_rows_past_state_n_tokens_untouched,

@@ -20,13 +20,15 @@ struct MatMulParams {
 }
 const _: () = assert!(std::mem::size_of::<MatMulParams>() == 16);
 
-/// Tokens per workgroup in matmul.wgsl (`TOKENS`).
-const TOKENS: u32 = 8;
-/// Weight rows per workgroup in matmul.wgsl (`ROWS`).
-pub const ROWS_PER_WORKGROUP: u32 = 8;
+/// Tokens per workgroup tile in matmul.wgsl (`TOKENS`).
+pub const TOKENS_PER_WORKGROUP: u32 = 32;
+/// Weight rows per workgroup tile in matmul.wgsl (`ROWS`).
+pub const ROWS_PER_WORKGROUP: u32 = 32;
 
 /// `Y[t][r] = sum_c W[r][c] X[t][c]` for `t < state.n_tokens`: `X [n_tokens, k] · W^T`.
-/// Each workgroup decodes a weight row once for 8 tokens. One pipeline per weight format.
+/// A tiled GEMM: each workgroup computes 32 rows x 32 tokens, decoding every weight unit of
+/// its rows once into workgroup memory (design in `shaders/matmul.wgsl`). One pipeline per
+/// weight format.
 #[derive(Debug, Clone)]
 pub struct MatMul {
     pipeline: Pipeline,
@@ -110,7 +112,10 @@ impl MatMul {
 impl MatMulCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("matmul", n_tokens, self.max_tokens)?;
-        let z = check_dim(u64::from(n_tokens.div_ceil(TOKENS)), self.max_dim)?;
+        let z = check_dim(
+            u64::from(n_tokens.div_ceil(TOKENS_PER_WORKGROUP)),
+            self.max_dim,
+        )?;
         for (bound, (gx, gy)) in &self.chunks {
             bound.dispatch(pass, [*gx, *gy, z]);
         }
