@@ -1,76 +1,67 @@
 // Fused decode, dispatch 2 of 4 per layer: KV append + attention over a chunk of positions +
 // that chunk's share of the output projection, for one query head. One token.
 //
-// Workgroup (h, c) handles query head h and key positions [c * CHUNK, (c + 1) * CHUNK) of
-// the len = pos + 1 visible ones (flash-decoding's split over positions, so long contexts
-// spread over many workgroups). It computes the chunk's running max m, sum l = sum_j e_j,
-// e_j = exp(s_j - m), and unnormalised output a = sum_j e_j v_j, then projects it at once:
+// Workgroup (h, c, b) handles query head h and key positions [c * ATT_CHUNK, (c + 1) *
+// ATT_CHUNK) of the len = pos + 1 visible ones (flash-decoding's split over positions, so long
+// contexts spread over many workgroups). It computes the chunk's max m, sum l = sum_j e_j,
+// e_j = exp(s_j - m), and unnormalised output a = sum_j e_j v_j, then projects it at once
+// onto block b of Wo's rows:
 //   P[h, c] = Wo[:, h * head_dim .. (h + 1) * head_dim] a      (n_embd values)
 // The projection is linear, so the next dispatch recovers Wo · attention exactly as
 //   sum_{h, c} exp(m_{h,c} - M_h) / L_h * P[h, c],  M_h = max_c m, L_h = sum_c exp(m - M_h) l,
 // which is what lets the output projection live here instead of in a dispatch of its own.
+// The host splits Wo's rows into blocks when there are few head-chunks (short contexts), so
+// the projection still spreads over many workgroups; each block recomputes the chunk's
+// attention (a few KiB from cache) rather than paying a dispatch boundary.
+//
+// Latency: the Wo weights of this invocation and the query are loaded first, then the state;
+// then every invocation loads one key row (vec4 loads) and, already, its first value rows.
 //
 // KV append: the new token's K and V (from fused_qkv) are written into the cache at pos by
-// the workgroup of the first query head of each KV group whose chunk holds pos; every
-// workgroup reads position pos from `qkv` itself, never from the cache, so no workgroup
-// reads a cache row written in this dispatch (no race). Rows < pos were written by earlier
-// dispatches.
+// block 0 of the first query head of each KV group, in the chunk that holds pos; every
+// workgroup reads position pos from `qkv` itself, never from the cache, so no workgroup reads
+// a cache row written in this dispatch (no race). Rows < pos were written by earlier
+// dispatches. `part` rows are PART_STRIDE floats: n_embd values, then m and l.
 //
-// When state.done is set the kernel returns at once.
+// Shape constants are prepended (see fused_qkv.wgsl). When state.done is set the kernel
+// returns at once.
 
 struct Params {
-    n_head: u32,
-    n_head_kv: u32,
-    head_dim: u32,
-    n_ctx: u32,      // cache capacity in positions
-    n_embd: u32,     // rows of Wo
-    max_chunks: u32, // chunk slots per head in `part`
-    scale: f32,      // 1 / sqrt(head_dim)
-    _pad: u32,
+    scale: f32, // 1 / sqrt(head_dim)
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> state: State;
-@group(0) @binding(2) var<storage, read> qkv: array<f32>;             // [n_q + 2 n_kv]
-@group(0) @binding(3) var<storage, read_write> k_cache: array<kv_t>;  // [n_head_kv, n_ctx, head_dim]
-@group(0) @binding(4) var<storage, read_write> v_cache: array<kv_t>;  // [n_head_kv, n_ctx, head_dim]
-@group(0) @binding(5) var<storage, read> wo: array<u32>;              // [n_embd, n_head * head_dim]
-@group(0) @binding(6) var<storage, read_write> part: array<f32>;      // [n_head, max_chunks, n_embd + 2]
+@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;             // [(n_q + 2 n_kv) / 4]
+@group(0) @binding(3) var<storage, read_write> k_cache: array<vec4<kv_t>>;  // [n_head_kv, n_ctx, head_dim / 4]
+@group(0) @binding(4) var<storage, read_write> v_cache: array<vec4<kv_t>>;  // [n_head_kv, n_ctx, head_dim / 4]
+@group(0) @binding(5) var<storage, read> wo: array<u32>;                    // [n_embd, n_head * head_dim]
+@group(0) @binding(6) var<storage, read_write> part: array<f32>;            // [n_head, max_chunks, PART_STRIDE]
 
 const WG: u32 = 256u;
-const CHUNK: u32 = 256u;        // must match kernels::fused::ATTENTION_CHUNK
-const MAX_HEAD_DIM: u32 = 256u;
-const OUT_LANES: u32 = 8u;      // lanes per Wo row in the projection
-const RPT: u32 = 8u;            // Wo rows per invocation per step
+const HD4: u32 = HEAD_DIM / 4u;
+const GROUP: u32 = N_HEAD / N_HEAD_KV;
+const N_Q: u32 = N_HEAD * HEAD_DIM;
+const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
+const PJ: u32 = WG / HD4;             // position lanes of the value phase
+const UH: u32 = HEAD_DIM / 8u;        // units of one head in a row of Wo
+const OL: u32 = 8u;                   // lanes per Wo row (oct_sum)
+const UPL: u32 = (UH + OL - 1u) / OL; // units per lane
+const RPP: u32 = WG / OL;             // Wo rows per pass
+const KP: u32 = 3u;                   // passes whose weights are loaded up front
 const NEG_MAX: f32 = -3.40282e38;
 
-var<workgroup> q_sh: array<f32, MAX_HEAD_DIM>;
-var<workgroup> a_sh: array<f32, MAX_HEAD_DIM>;
-var<workgroup> e_sh: array<f32, CHUNK>;
-var<workgroup> red: array<f32, WG>;
-var<workgroup> proj: array<f32, WG * RPT>;
+var<workgroup> q_sh: array<vec4<f32>, HD4>;
+var<workgroup> a_sh: array<vec4<f32>, HD4>;
+var<workgroup> av_sh: array<vec4<f32>, WG>;
+var<workgroup> e_sh: array<f32, ATT_CHUNK>;
 var<workgroup> len_sh: u32;
 
-fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
-    red[lid] = v;
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        workgroupBarrier();
-        if lid < s {
-            red[lid] = select(red[lid] + red[lid + s], max(red[lid], red[lid + s]), is_max);
-        }
-    }
-    workgroupBarrier();
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn a_load8(u: u32) -> W8 {
-    let i = 8u * u;
-    return W8(
-        vec4<f32>(a_sh[i], a_sh[i + 1u], a_sh[i + 2u], a_sh[i + 3u]),
-        vec4<f32>(a_sh[i + 4u], a_sh[i + 5u], a_sh[i + 6u], a_sh[i + 7u]),
-    );
+fn kv4(v: vec4<kv_t>) -> vec4<f32> {
+    return vec4<f32>(v);
 }
 
 @compute @workgroup_size(WG)
@@ -81,143 +72,174 @@ fn main(
 ) {
     let h = wg.x;
     let c = wg.y;
-    // Rows of Wo this workgroup projects: block wg.z of nwg.z (the host splits the rows when
-    // there are few head-chunks, so short contexts still spread over many workgroups).
-    let per_block = (((p.n_embd + nwg.z - 1u) / nwg.z + 31u) / 32u) * 32u;
-    let r_begin = min(wg.z * per_block, p.n_embd);
-    let r_end = min(r_begin + per_block, p.n_embd);
+    // Rows of Wo this workgroup projects: block wg.z of nwg.z.
+    let per_block = (((N_EMBD + nwg.z - 1u) / nwg.z + RPP - 1u) / RPP) * RPP;
+    let r_begin = min(wg.z * per_block, N_EMBD);
+    let r_end = min(r_begin + per_block, N_EMBD);
     let lead = wg.z == 0u; // writes the KV append and (m, l)
+    let ol = lid % OL;
+    let rr = lid / OL;
+
+    // Loads that need nothing: this invocation's Wo units for the first KP passes, the query.
+    var raw: array<vec4<u32>, KP * UPL>;
+    for (var k = 0u; k < KP; k++) {
+        let row = min(r_begin + rr + k * RPP, N_EMBD - 1u);
+        for (var m = 0u; m < UPL; m++) {
+            let u = min(ol + m * OL, UH - 1u);
+            raw[k * UPL + m] = wo_fetch(row, h * UH + u, N_Q);
+        }
+    }
+    if lid < HD4 {
+        q_sh[lid] = qkv[h * HD4 + lid] * p.scale;
+    }
     if lid == 0u {
         // 0 when done, or when this chunk starts past the visible positions.
         let len = state.pos + 1u;
-        len_sh = select(0u, len, state.done == 0u && c * CHUNK < len);
+        len_sh = select(0u, len, state.done == 0u && c * ATT_CHUNK < len);
     }
-    let len = workgroupUniformLoad(&len_sh);
+    let len = workgroupUniformLoad(&len_sh); // also publishes q_sh
     if len == 0u {
         return;
     }
     let pos = len - 1u;
-    let hd = p.head_dim;
-    let group = p.n_head / p.n_head_kv;
-    let g = h / group;
-    let n_q = p.n_head * hd;
-    let n_kv = p.n_head_kv * hd;
-    let k_new = n_q + g * hd;  // this KV head's new key in qkv
-    let v_new = n_q + n_kv + g * hd;
-    let cache = g * p.n_ctx * hd;
-    let c0 = c * CHUNK;
-    let n = min(CHUNK, len - c0);
+    let g = h / GROUP;
+    let k_new = (N_Q + g * HEAD_DIM) / 4u;  // this KV head's new key in qkv (vec4s)
+    let v_new = (N_Q + N_KV + g * HEAD_DIM) / 4u;
+    let cache = g * N_CTX * HD4;            // this KV head's cache rows (vec4s)
+    let c0 = c * ATT_CHUNK;
+    let n = min(ATT_CHUNK, len - c0);
 
-    for (var d = lid; d < hd; d += WG) {
-        q_sh[d] = qkv[h * hd + d] * p.scale;
-        if lead && h % group == 0u && pos < c0 + n && pos < p.n_ctx {
-            k_cache[cache + pos * hd + d] = kv_t(qkv[k_new + d]);
-            v_cache[cache + pos * hd + d] = kv_t(qkv[v_new + d]);
-        }
+    if lid < HD4 && lead && h % GROUP == 0u && pos < c0 + n && pos < N_CTX {
+        k_cache[cache + pos * HD4 + lid] = vec4<kv_t>(qkv[k_new + lid]);
+        v_cache[cache + pos * HD4 + lid] = vec4<kv_t>(qkv[v_new + lid]);
     }
-    workgroupBarrier();
 
-    // One position per invocation: its score.
+    // Value phase mapping (used below): invocation (d4, pj) sums positions pj, pj + PJ, ...
+    // Its first two value vectors are loaded now, with the key row.
+    let d4 = lid % HD4;
+    let pj = lid / HD4;
+    let t0 = c0 + pj;
+    let t1 = t0 + PJ;
+    var v0 = vec4<f32>();
+    var v1 = vec4<f32>();
+    if pj < n && t0 != pos {
+        v0 = kv4(v_cache[cache + t0 * HD4 + d4]);
+    }
+    if pj + PJ < n && t1 != pos {
+        v1 = kv4(v_cache[cache + t1 * HD4 + d4]);
+    }
+
+    // Score phase: one position per invocation.
     var s = NEG_MAX;
     if lid < n {
         let t = c0 + lid;
-        s = 0.0;
+        var s4 = vec4<f32>();
         if t == pos {
-            for (var d = 0u; d < hd; d++) {
-                s += q_sh[d] * qkv[k_new + d];
+            for (var i = 0u; i < HD4; i++) {
+                s4 += qkv[k_new + i] * q_sh[i];
             }
         } else {
-            let kb = cache + t * hd;
-            // 8 independent loads per iteration (head_dim % 8 == 0) keep the memory busy.
-            var s2 = vec4<f32>();
-            for (var d = 0u; d < hd; d += 8u) {
-                let a = vec4<f32>(f32(k_cache[kb + d]), f32(k_cache[kb + d + 1u]),
-                                  f32(k_cache[kb + d + 2u]), f32(k_cache[kb + d + 3u]));
-                let b = vec4<f32>(f32(k_cache[kb + d + 4u]), f32(k_cache[kb + d + 5u]),
-                                  f32(k_cache[kb + d + 6u]), f32(k_cache[kb + d + 7u]));
-                s2 += a * vec4<f32>(q_sh[d], q_sh[d + 1u], q_sh[d + 2u], q_sh[d + 3u])
-                    + b * vec4<f32>(q_sh[d + 4u], q_sh[d + 5u], q_sh[d + 6u], q_sh[d + 7u]);
+            for (var i = 0u; i < HD4; i++) {
+                s4 += kv4(k_cache[cache + t * HD4 + i]) * q_sh[i];
             }
-            s = s2.x + s2.y + s2.z + s2.w;
         }
+        s = (s4.x + s4.y) + (s4.z + s4.w);
     }
-    let m = reduce(lid, s, true);
+    let m = wg_max_sum(lid, s, 0.0).x;
     let e = select(0.0, exp(s - m), lid < n);
     e_sh[lid] = e;
-    let l = reduce(lid, e, false); // its barriers publish e_sh
+    let l = wg_max_sum(lid, NEG_MAX, e).y; // its barriers publish e_sh
 
-    // a[d] = sum_j e_j v_j[d]: WG / hd invocations per dim, each over a stride of positions.
-    let per_dim = max(WG / hd, 1u);
-    let d = lid % hd;
-    let part_j = lid / hd;
-    var acc = 0.0;
-    if part_j < per_dim && lid < per_dim * hd {
-        // Cached positions (< pos) four at a time with independent loads; pos from qkv.
-        let cached = min(n, pos - c0); // positions j with c0 + j < pos (c0 <= pos here)
-        var a4 = vec4<f32>();
-        var j = part_j;
-        for (; j + 3u * per_dim < cached; j += 4u * per_dim) {
-            let vb = cache + (c0 + j) * hd + d;
-            let st = per_dim * hd;
-            a4 += vec4<f32>(e_sh[j], e_sh[j + per_dim], e_sh[j + 2u * per_dim], e_sh[j + 3u * per_dim])
-                * vec4<f32>(f32(v_cache[vb]), f32(v_cache[vb + st]), f32(v_cache[vb + 2u * st]),
-                            f32(v_cache[vb + 3u * st]));
+    // Value phase: a[d] = sum_j e_j v_j[d].
+    var acc = vec4<f32>();
+    if pj < n {
+        if t0 == pos {
+            v0 = qkv[v_new + d4];
         }
-        for (; j < n; j += per_dim) {
-            let t = c0 + j;
-            var v = 0.0;
-            if t == pos {
-                v = qkv[v_new + d];
-            } else {
-                v = f32(v_cache[cache + t * hd + d]);
-            }
-            acc += e_sh[j] * v;
-        }
-        acc += (a4.x + a4.y) + (a4.z + a4.w);
+        acc += e_sh[pj] * v0;
     }
-    red[lid] = acc;
+    if pj + PJ < n {
+        if t1 == pos {
+            v1 = qkv[v_new + d4];
+        }
+        acc += e_sh[pj + PJ] * v1;
+    }
+    var j = pj + 2u * PJ;
+    for (; j + 3u * PJ < n; j += 4u * PJ) {
+        // Positions j .. j + 3 PJ: all < pos except possibly the last.
+        let b = cache + (c0 + j) * HD4 + d4;
+        let w0 = kv4(v_cache[b]);
+        let w1 = kv4(v_cache[b + PJ * HD4]);
+        let w2 = kv4(v_cache[b + 2u * PJ * HD4]);
+        var w3 = vec4<f32>();
+        if c0 + j + 3u * PJ == pos {
+            w3 = qkv[v_new + d4];
+        } else {
+            w3 = kv4(v_cache[b + 3u * PJ * HD4]);
+        }
+        acc += e_sh[j] * w0 + e_sh[j + PJ] * w1 + e_sh[j + 2u * PJ] * w2 + e_sh[j + 3u * PJ] * w3;
+    }
+    for (; j < n; j += PJ) {
+        let t = c0 + j;
+        var v = vec4<f32>();
+        if t == pos {
+            v = qkv[v_new + d4];
+        } else {
+            v = kv4(v_cache[cache + t * HD4 + d4]);
+        }
+        acc += e_sh[j] * v;
+    }
+    av_sh[lid] = acc;
     workgroupBarrier();
-    if lid < hd {
-        var a = 0.0;
-        for (var j = 0u; j < per_dim; j++) {
-            a += red[j * hd + lid];
+    if lid < HD4 {
+        var a = vec4<f32>();
+        for (var i = 0u; i < PJ; i++) {
+            a += av_sh[i * HD4 + lid];
         }
         a_sh[lid] = a;
     }
     workgroupBarrier();
 
-    // P = Wo[:, head h's columns] a: OUT_LANES lanes per row; each invocation accumulates RPT
-    // rows at once (independent loads in flight), then one invocation per row sums its lanes.
-    let units = hd / 8u;        // head_dim % 8 == 0
-    let u0 = h * units;         // first unit of head h in a row of Wo
-    let lane = lid % OUT_LANES;
-    let rows_per_step = WG / OUT_LANES;
-    let out = (h * p.max_chunks + c) * (p.n_embd + 2u);
-    for (var b0 = r_begin; b0 < r_end; b0 += rows_per_step * RPT) {
-        for (var i = 0u; i < RPT; i++) {
-            let row = b0 + i * rows_per_step + lid / OUT_LANES;
+    // Projection: OL lanes per row of Wo, RPP rows per pass; the first KP passes use the
+    // weights loaded at the start (constant indices keep them in registers).
+    let out = (h * MAX_CHUNKS + c) * PART_STRIDE;
+    let passes = (r_end - r_begin + RPP - 1u) / RPP;
+    for (var k = 0u; k < KP; k++) {
+        if k < passes {
             var y = 0.0;
-            if row < r_end {
-                for (var u = lane; u < units; u += OUT_LANES) {
-                    y += dot8(wo_load8(row, u0 + u, n_q), a_load8(u));
+            let row = r_begin + rr + k * RPP;
+            let rowc = min(row, N_EMBD - 1u);
+            for (var mm = 0u; mm < UPL; mm++) {
+                let u = ol + mm * OL;
+                if u < UH {
+                    let wv = wo_decode(raw[k * UPL + mm], rowc, h * UH + u, N_Q);
+                    y += dot8(wv, W8(a_sh[2u * u], a_sh[2u * u + 1u]));
                 }
             }
-            proj[i * WG + lid] = y;
-        }
-        workgroupBarrier();
-        let row = b0 + lid;
-        if lid < rows_per_step * RPT && row < r_end {
-            let at = (lid / rows_per_step) * WG + (lid % rows_per_step) * OUT_LANES;
-            var y = 0.0;
-            for (var j = 0u; j < OUT_LANES; j++) {
-                y += proj[at + j];
+            y = oct_sum(lid, y);
+            if ol == 0u && row < r_end {
+                part[out + row] = y;
             }
+        }
+    }
+    for (var k = KP; k < passes; k++) {
+        var y = 0.0;
+        let row = r_begin + rr + k * RPP;
+        let rowc = min(row, N_EMBD - 1u);
+        for (var mm = 0u; mm < UPL; mm++) {
+            let u = ol + mm * OL;
+            if u < UH {
+                let wv = wo_load8(rowc, h * UH + u, N_Q);
+                y += dot8(wv, W8(a_sh[2u * u], a_sh[2u * u + 1u]));
+            }
+        }
+        y = oct_sum(lid, y);
+        if ol == 0u && row < r_end {
             part[out + row] = y;
         }
-        workgroupBarrier();
     }
     if lid == 0u && lead {
-        part[out + p.n_embd] = m;
-        part[out + p.n_embd + 1u] = l;
+        part[out + N_EMBD] = m;
+        part[out + N_EMBD + 1u] = l;
     }
 }

@@ -1,58 +1,67 @@
 // Fused decode, dispatch 1 of 4 per layer: RMS norm + Q/K/V projections + RoPE, one token.
 //
-//   xn = x / sqrt(mean(x^2) + eps) * norm_w
-//   qkv = [rope(Wq xn) | rope(Wk xn) | Wv xn]
+//   qkv[r] = rope((W[r] . (x * norm_w)) * s),   s = 1 / sqrt(mean(x^2) + eps)
 //
-// One workgroup of 256 computes ROWS = 8 output rows with 32 lanes per row (as matvec.wgsl),
-// which spreads the ~n_embd * (n_q + 2 n_kv) weights over (n_q + 2 n_kv) / 8 workgroups — the
-// many workgroups in flight are what fill the memory bus at batch 1. Every workgroup first
-// normalises the whole x (n_embd values, a few KiB from cache) into workgroup memory: cheaper
-// than a dispatch boundary. RoPE rotates pairs of rows, so rows are assigned through a
-// permutation that puts both members of a pair in the same workgroup (adjacent slots 2i, 2i+1
-// of a head hold dims (2i, 2i+1) in llama's pairing and (i, i + n_rot/2) in NeoX's); dims past
-// n_rot are not rotated. K and V are not stored into the KV cache here: the attention
-// dispatch that follows stores them (it is the one that reads the cache), which saves this
-// kernel two bindings. The weight decoders are the usual `weights_<format>.wgsl`, renamed per
-// weight (wq_load8, wk_load8, wv_load8) by `kernels::weights::decoder_named`.
+// The norm's scale s is a scalar, so it is applied after the dot product: every lane reads
+// the few x and norm_w values its weight units need (vec4 loads, from cache) and accumulates
+// both its share of W[r] . (x * norm_w) and of sum(x^2); the row's 32 lanes cover x exactly
+// once, so one row reduction gives the dot product and the norm together. No workgroup
+// memory holds x, and the only memory round trips are the weight loads (issued first) and
+// the state flag, which overlap.
 //
-// When state.done is set (the sampler chose a stop token) the kernel returns at once.
+// One workgroup of 256 computes ROWS = 8 output rows, 32 lanes per row, so the
+// (n_q + 2 n_kv) rows spread over (n_q + 2 n_kv) / 8 workgroups. RoPE rotates pairs of rows,
+// so rows are assigned through a permutation that puts both members of a pair in adjacent
+// slots of one workgroup (slots 2i, 2i + 1 of a head hold dims (2i, 2i + 1) in llama's
+// pairing and (i, i + n_rot/2) in NeoX's); dims past n_rot are not rotated. K and V are
+// stored into the KV cache by the attention dispatch that follows (it reads the cache), which
+// keeps this kernel within 8 storage bindings.
+//
+// Shape constants (N_EMBD, N_HEAD, ...) are prepended by `kernels::fused_layer`, so loops over
+// a row have constant bounds and unroll. When state.done is set the kernel returns at once.
 
 struct Params {
-    n_embd: u32,
-    n_q: u32,         // n_head * head_dim rows
-    n_kv: u32,        // n_head_kv * head_dim rows (each of K and V)
-    head_dim: u32,
-    n_rot: u32,       // rotated dims per head (even, <= head_dim)
-    neox: u32,        // 0: pairs (2i, 2i+1); 1: pairs (i, i + n_rot/2)
     theta_scale: f32, // freq_base^(-2 / n_rot)
     eps: f32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> state: State;
-@group(0) @binding(2) var<storage, read> x: array<f32>;          // [n_embd] residual stream
-@group(0) @binding(3) var<storage, read> norm_w: array<f32>;     // [n_embd]
-@group(0) @binding(4) var<storage, read> wq: array<u32>;         // [n_q, n_embd]
-@group(0) @binding(5) var<storage, read> wk: array<u32>;         // [n_kv, n_embd]
-@group(0) @binding(6) var<storage, read> wv: array<u32>;         // [n_kv, n_embd]
-@group(0) @binding(7) var<storage, read_write> qkv: array<f32>;  // [n_q + 2 n_kv]
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // [n_embd / 4] residual stream
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<f32>>; // [n_embd / 4]
+@group(0) @binding(4) var<storage, read> wq: array<u32>;           // [n_q, n_embd]
+@group(0) @binding(5) var<storage, read> wk: array<u32>;           // [n_kv, n_embd]
+@group(0) @binding(6) var<storage, read> wv: array<u32>;           // [n_kv, n_embd]
+@group(0) @binding(7) var<storage, read_write> qkv: array<f32>;    // [n_q + 2 n_kv]
 
 const WG: u32 = 256u;
-const LANES: u32 = 32u;
-const ROWS: u32 = WG / LANES; // must match kernels::fused::ROWS_PER_WORKGROUP
-const PF: u32 = 3u;           // weight units prefetched per invocation (raw0..raw2)
+const ROWS: u32 = WG / LANES; // kernels::fused_layer::ROWS_PER_WORKGROUP
+const UNITS: u32 = N_EMBD / 8u;
+const PER_LANE: u32 = (UNITS + LANES - 1u) / LANES;
+const N_Q: u32 = N_HEAD * HEAD_DIM;
+const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
 
-var<workgroup> red: array<f32, WG>;
 var<workgroup> out_sh: array<f32, ROWS>;
 var<workgroup> flag_sh: u32;
 
-fn qkv_decode(region: u32, raw: vec4<u32>, row: u32, u: u32, n: u32) -> W8 {
+fn qkv_fetch(region: u32, row: u32, u: u32) -> vec4<u32> {
     if region == 0u {
-        return wq_decode(raw, row, u, n);
+        return wq_fetch(row, u, N_EMBD);
     } else if region == 1u {
-        return wk_decode(raw, row, u, n);
+        return wk_fetch(row, u, N_EMBD);
     }
-    return wv_decode(raw, row, u, n);
+    return wv_fetch(row, u, N_EMBD);
+}
+
+fn qkv_decode(region: u32, raw: vec4<u32>, row: u32, u: u32) -> W8 {
+    if region == 0u {
+        return wq_decode(raw, row, u, N_EMBD);
+    } else if region == 1u {
+        return wk_decode(raw, row, u, N_EMBD);
+    }
+    return wv_decode(raw, row, u, N_EMBD);
 }
 
 @compute @workgroup_size(WG)
@@ -62,115 +71,70 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     // This workgroup's 8 slots; regions (Q, K, V) are multiples of 8 rows (head_dim % 8 == 0).
-    let n = p.n_embd;
-    let units = (n + 7u) / 8u;
     let slot0 = linear_group(wg, nwg) * ROWS;
-    let total = p.n_q + 2u * p.n_kv;
     let lane = lid % LANES;
     let r = lid / LANES;
-    let slot = slot0 + r;
+    let slot = min(slot0 + r, N_Q + 2u * N_KV - 1u);
     var region = 0u; // 0: Q, 1: K, 2: V
     var base = 0u;   // first row of the region in qkv
-    if slot0 >= p.n_q + p.n_kv {
+    if slot0 >= N_Q + N_KV {
         region = 2u;
-        base = p.n_q + p.n_kv;
-    } else if slot0 >= p.n_q {
+        base = N_Q + N_KV;
+    } else if slot0 >= N_Q {
         region = 1u;
-        base = p.n_q;
+        base = N_Q;
     }
     // Slot -> row of the weight: RoPE pairs sit in adjacent slots.
     let in_region = slot - base;
-    let s = in_region % p.head_dim;
-    let head = in_region / p.head_dim;
+    let s = in_region % HEAD_DIM;
+    let head = in_region / HEAD_DIM;
     var d = s;
-    if region < 2u && s < p.n_rot && p.neox != 0u {
-        d = s / 2u + (s % 2u) * (p.n_rot / 2u);
+    if region < 2u && s < N_ROT && NEOX {
+        d = s / 2u + (s % 2u) * (N_ROT / 2u);
     }
-    let row = head * p.head_dim + d;
+    let row = head * HEAD_DIM + d;
 
-    // Issue this invocation's weight loads first (PF units), so their memory latency overlaps
-    // the state read and the norm below; decode them afterwards.
-    // Plain variables, not an array: an indexed array may be placed in slow local memory.
-    var raw0 = vec4<u32>();
-    var raw1 = vec4<u32>();
-    var raw2 = vec4<u32>();
-    if slot < total {
-        if region == 0u {
-            raw0 = wq_fetch(row, min(lane, units - 1u), n);
-            raw1 = wq_fetch(row, min(lane + LANES, units - 1u), n);
-            raw2 = wq_fetch(row, min(lane + 2u * LANES, units - 1u), n);
-        } else if region == 1u {
-            raw0 = wk_fetch(row, min(lane, units - 1u), n);
-            raw1 = wk_fetch(row, min(lane + LANES, units - 1u), n);
-            raw2 = wk_fetch(row, min(lane + 2u * LANES, units - 1u), n);
-        } else {
-            raw0 = wv_fetch(row, min(lane, units - 1u), n);
-            raw1 = wv_fetch(row, min(lane + LANES, units - 1u), n);
-            raw2 = wv_fetch(row, min(lane + 2u * LANES, units - 1u), n);
-        }
+    // Every load of this invocation first (weights, x, norm_w), then the state flag: their
+    // latencies overlap. Fixed-size arrays indexed by unrolled loops stay in registers.
+    var raw: array<vec4<u32>, PER_LANE>;
+    var xa: array<W8, PER_LANE>;
+    var na: array<W8, PER_LANE>;
+    for (var j = 0u; j < PER_LANE; j++) {
+        let u = min(lane + j * LANES, UNITS - 1u);
+        raw[j] = qkv_fetch(region, row, u);
+        xa[j] = W8(x[2u * u], x[2u * u + 1u]);
+        na[j] = W8(norm_w[2u * u], norm_w[2u * u + 1u]);
     }
-
     if lid == 0u {
         flag_sh = state.done;
     }
     if workgroupUniformLoad(&flag_sh) != 0u {
         return;
     }
-    var ss = 0.0;
-    for (var i = lid; i < n; i += WG) {
-        let v = x[i];
-        ss += v * v;
-    }
-    let scale = inverseSqrt(wg_sum(lid, ss) / f32(n) + p.eps);
-    for (var i = lid; i < units * 8u; i += WG) {
-        xn[i] = select(0.0, x[min(i, n - 1u)] * scale * norm_w[min(i, n - 1u)], i < n);
-    }
-    workgroupBarrier();
 
-    var acc = 0.0;
-    if slot < total {
-        if lane < units {
-            acc += dot8(qkv_decode(region, raw0, row, lane, n), xn_load8(lane));
-        }
-        if lane + LANES < units {
-            acc += dot8(qkv_decode(region, raw1, row, lane + LANES, n), xn_load8(lane + LANES));
-        }
-        if lane + 2u * LANES < units {
-            let u = lane + 2u * LANES;
-            acc += dot8(qkv_decode(region, raw2, row, u, n), xn_load8(u));
-        }
-        // Rows longer than PF * 32 units (n_embd > 1024): the rest, loaded as we go.
-        for (var u = lane + PF * LANES; u < units; u += LANES) {
-            if region == 0u {
-                acc += dot8(wq_load8(row, u, n), xn_load8(u));
-            } else if region == 1u {
-                acc += dot8(wk_load8(row, u, n), xn_load8(u));
-            } else {
-                acc += dot8(wv_load8(row, u, n), xn_load8(u));
-            }
+    var acc = vec2<f32>(); // (W . (x * norm_w), sum x^2) over this lane's units
+    for (var j = 0u; j < PER_LANE; j++) {
+        let u = lane + j * LANES;
+        if u < UNITS {
+            let xv = xa[j];
+            let xw = W8(xv.a * na[j].a, xv.b * na[j].b);
+            acc += vec2<f32>(dot8(qkv_decode(region, raw[j], row, u), xw), dot8(xv, xv));
         }
     }
-    red[lid] = acc;
-    for (var st = LANES / 2u; st > 0u; st >>= 1u) {
-        workgroupBarrier();
-        if lane < st {
-            red[lid] += red[lid + st];
-        }
-    }
-    workgroupBarrier();
+    let t = row_sum2(lid, acc);
+    let v = t.x * inverseSqrt(t.y / f32(N_EMBD) + p.eps);
     if lane == 0u {
-        out_sh[r] = red[lid];
+        out_sh[r] = v;
     }
     workgroupBarrier();
-    if lane != 0u || slot >= total {
+    if lane != 0u || slot0 + r >= N_Q + 2u * N_KV {
         return;
     }
-    let v = out_sh[r];
-    if region == 2u || s >= p.n_rot {
+    if region == 2u || s >= N_ROT {
         qkv[base + row] = v;
         return;
     }
-    // Rotate the pair (slots s and s ^ 1): dims d0 = dim of the even slot, d1 of the odd one.
+    // Rotate the pair (slots s and s ^ 1): x0 is the even slot's value, x1 the odd one's.
     let pair = s / 2u;
     let sc = sincos(rope_theta(state.pos, pair, p.theta_scale));
     let even = (s % 2u) == 0u;

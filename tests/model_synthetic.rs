@@ -264,3 +264,61 @@ gpu_test!(
     f16_kv_cache_close_to_reference_or_refused,
     f16_kv_cache_is_close_to_reference
 );
+
+/// Fused decode across attention chunks (256 positions each): the prompt ends just before a
+/// chunk boundary, so the decode steps attend over one and then two chunks and the combine in
+/// fused_ffn_up merges several chunks per head. Greedy ids of both strategies equal the CPU's
+/// up to its first near-tie.
+async fn fused_decode_crosses_attention_chunks() {
+    let spec = SyntheticSpec::default();
+    let bytes = synthetic_llama(&spec);
+    let gguf = Gguf::parse(&bytes).expect("synthetic GGUF parses");
+    let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
+    let vocab = cpu.config.vocab_size;
+    let prompt: Vec<u32> = (0..250u32).map(|i| (i * 7919 + 13) % vocab).collect();
+    let ctx = GpuContext::new().await.expect("gpu");
+    let options = LoadOptions {
+        n_ctx: Some(300),
+        max_batch: Some(64),
+        kv_f16: Some(false),
+    };
+    let mut gpu = GpuModel::load(ctx, &bytes, &options)
+        .await
+        .expect("gpu model");
+    let mut logits = cpu.forward(&prompt).expect("cpu forward");
+    let mut cpu_ids = Vec::new();
+    let v = vocab as usize;
+    for _ in 0..16 {
+        let row = &logits[logits.len() - v..];
+        if top2_gap(row) < 1e-3 {
+            break;
+        }
+        let id = fuselm::reference::argmax(row).expect("argmax") as u32;
+        cpu_ids.push(id);
+        logits = cpu.forward(&[id]).expect("cpu step");
+    }
+    assert!(cpu_ids.len() >= 8, "too many near-ties to compare");
+    let greedy = SamplingOptions::default().resolve(&[]).expect("greedy");
+    for (strategy, chunk) in [(Strategy::Unfused, 1), (Strategy::Fused, 3)] {
+        let request = GenerationRequest {
+            prompt: &prompt,
+            max_tokens: 16,
+            strategy,
+            sampler: greedy,
+            chunk_tokens: chunk,
+        };
+        let r#gen = gpu
+            .generate(&request, &mut |_| true)
+            .await
+            .expect("gpu generate");
+        assert_eq!(
+            r#gen.tokens[..cpu_ids.len()],
+            cpu_ids[..],
+            "{strategy:?} greedy ids across attention chunks"
+        );
+    }
+}
+gpu_test!(
+    fused_decode_matches_cpu_across_attention_chunks,
+    fused_decode_crosses_attention_chunks
+);

@@ -91,6 +91,31 @@ impl GpuContext {
         self.device.features().contains(feature)
     }
 
+    /// Whether kernels may reduce a 32-lane row with subgroup operations: the device has
+    /// subgroups and they are always exactly 32 wide (NVIDIA, Apple), so a row of 32
+    /// consecutive invocations is one subgroup. Natively, `FUSELM_NO_SUBGROUPS=1` turns them
+    /// off (to compare both paths on one device).
+    pub fn subgroups32(&self) -> bool {
+        #[cfg(not(target_arch = "wasm32"))]
+        if std::env::var_os("FUSELM_NO_SUBGROUPS").is_some_and(|v| v != "0") {
+            return false;
+        }
+        self.has(wgpu::Features::SUBGROUP)
+            && self.info.subgroup_min_size == 32
+            && self.info.subgroup_max_size == 32
+    }
+
+    /// The WGSL `enable` line that subgroup operations need: browsers' WGSL compilers require
+    /// `enable subgroups;`, while Naga (native wgpu) rejects the directive and allows the
+    /// builtins whenever the device has the feature.
+    pub fn subgroups_enable(&self) -> &'static str {
+        if cfg!(target_arch = "wasm32") {
+            "enable subgroups;\n"
+        } else {
+            ""
+        }
+    }
+
     /// Compiles a WGSL module. Validation errors are caught as a typed error instead of
     /// wgpu's default behaviour (a panic natively, a console error in browsers).
     pub async fn shader(&self, label: &str, source: &str) -> Result<wgpu::ShaderModule> {

@@ -15,6 +15,15 @@
 //! softmax normalisation is applied afterwards, when dispatch 3 sums the partials), which
 //! removes one boundary without recomputing anything. Norms are recomputed per workgroup
 //! (a few KiB of activations) instead of costing a dispatch.
+//!
+//! How each kernel keeps its latency low (at batch 1 they are latency-bound: a step's
+//! weights are ~100 KiB–1 MiB per dispatch, far below what the memory bus moves in a
+//! microsecond): the model's dims are WGSL constants ([`FusedShape::wgsl_prelude`]), so
+//! loops over a row unroll and every invocation issues all of its weight loads first; the
+//! RMS norm's scale is applied after the dot products (it is a scalar), so `sum(x^2)` comes
+//! out of the same row reduction and no workgroup normalises x before using it; rows of 32
+//! lanes reduce with subgroup operations when the adapter's subgroups are exactly 32 wide
+//! (`shaders/reduce_subgroup.wgsl`), else through workgroup memory (`reduce_shared.wgsl`).
 
 use super::attention::KvFormat;
 use super::weights::{GpuWeight, WeightFormat};
@@ -23,16 +32,14 @@ use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 use crate::shaders;
 
-/// Output rows per workgroup of the projection kernels (8 rows × 32 lanes).
-pub const ROWS_PER_WORKGROUP: u32 = 8;
+/// Invocations per workgroup of the fused kernels (`WG`).
+pub const WORKGROUP: u32 = 256;
 /// Largest n_embd the fused kernels keep in workgroup memory.
 pub const MAX_EMBD: u32 = 2048;
 /// Key positions per attention workgroup (`CHUNK` in fused_attention.wgsl).
 pub const ATTENTION_CHUNK: u32 = 256;
 /// Workgroups the attention dispatch aims for (Wo's rows are split into blocks to reach it).
 pub const ATTENTION_MIN_GROUPS: u32 = 64;
-/// Largest `n_head × chunks` the combine in fused_ffn_up.wgsl holds.
-pub const MAX_HEAD_CHUNKS: u32 = 1024;
 /// Largest head_dim of fused_attention.wgsl.
 pub const MAX_HEAD_DIM: u32 = 256;
 
@@ -63,9 +70,57 @@ impl FusedShape {
     pub fn max_chunks(&self) -> u32 {
         self.n_ctx.div_ceil(ATTENTION_CHUNK)
     }
-    /// Floats of the attention partials buffer: `[n_head, max_chunks, n_embd + 2]`.
+    /// Floats per row of the attention partials: n_embd values, then m and l, padded to a
+    /// vec4 (`PART_STRIDE`).
+    pub fn part_stride(&self) -> u32 {
+        self.n_embd + 4
+    }
+    /// Floats of the attention partials buffer: `[n_head, max_chunks, part_stride]`.
     pub fn partials_len(&self) -> u64 {
-        u64::from(self.n_head) * u64::from(self.max_chunks()) * (u64::from(self.n_embd) + 2)
+        u64::from(self.n_head) * u64::from(self.max_chunks()) * u64::from(self.part_stride())
+    }
+
+    /// The WGSL that starts every fused kernel of this shape: `enable` directives (subgroups
+    /// when [`GpuContext::subgroups32`]), `extra` (e.g. the KV element type, which may carry
+    /// its own `enable`), the shape as constants, and the row reductions. Constants instead of
+    /// uniforms let the driver unroll the loops over a row and issue all loads at once; the
+    /// pipelines are built per model, so this costs nothing at run time.
+    /// `lanes`: invocations per output row of the kernel (`LANES`, see [`lanes_for`]).
+    pub fn wgsl_prelude(&self, ctx: &GpuContext, extra: &str, lanes: u32) -> String {
+        let sg = ctx.subgroups32();
+        format!(
+            "{enable}{extra}
+const LANES: u32 = {lanes}u;
+const N_EMBD: u32 = {n_embd}u;
+const N_FF: u32 = {n_ff}u;
+const N_HEAD: u32 = {n_head}u;
+const N_HEAD_KV: u32 = {n_head_kv}u;
+const HEAD_DIM: u32 = {head_dim}u;
+const N_ROT: u32 = {n_rot}u;
+const NEOX: bool = {neox};
+const N_CTX: u32 = {n_ctx}u;
+const MAX_CHUNKS: u32 = {max_chunks}u;
+const ATT_CHUNK: u32 = {chunk}u;
+const PART_STRIDE: u32 = {stride}u;
+{reduce}",
+            enable = if sg { ctx.subgroups_enable() } else { "" },
+            n_embd = self.n_embd,
+            n_ff = self.n_ff,
+            n_head = self.n_head,
+            n_head_kv = self.n_head_kv,
+            head_dim = self.head_dim,
+            n_rot = self.n_rot,
+            neox = self.neox,
+            n_ctx = self.n_ctx,
+            max_chunks = self.max_chunks(),
+            chunk = ATTENTION_CHUNK,
+            stride = self.part_stride(),
+            reduce = if sg {
+                shaders::REDUCE_SUBGROUP
+            } else {
+                shaders::REDUCE_SHARED
+            },
+        )
     }
 
     /// Whether the fused kernels handle this geometry; the error names the limit.
@@ -83,20 +138,42 @@ impl FusedShape {
         };
         limit("fused strategy: n_embd", self.n_embd, MAX_EMBD)?;
         limit("fused strategy: head_dim", self.head_dim, MAX_HEAD_DIM)?;
-        limit(
-            "fused strategy: n_head x attention chunks (nCtx / 256)",
-            self.n_head * self.max_chunks(),
-            MAX_HEAD_CHUNKS,
-        )?;
         require(
             self.head_dim % 8 == 0 && self.n_rot % 2 == 0 && self.n_rot <= self.head_dim,
             "fused strategy: head_dim must be a multiple of 8 and n_rot even and <= head_dim",
+        )?;
+        require(
+            self.n_embd % 8 == 0 && self.n_ff % 8 == 0 && self.n_ctx > 0,
+            "fused strategy: n_embd and n_ff must be multiples of 8",
         )?;
         require(
             self.n_head_kv > 0 && self.n_head % self.n_head_kv == 0,
             "fused strategy: n_head must be a multiple of n_head_kv",
         )
     }
+}
+
+/// Lanes (invocations) per output row of a fused matrix-vector kernel whose rows have `units`
+/// 8-value units: the fewest powers of two from 32 up to `max` that leave each lane at most
+/// two units. At batch 1 these kernels are bound by each warp's chain of dependent
+/// instructions, not by memory (a workgroup per SM leaves nothing to hide latency with), so
+/// spreading a row over more lanes shortens every warp's work; a row wider than one subgroup
+/// costs one extra barrier to combine. Natively, `FUSELM_LANES` (32..256) overrides it, to
+/// measure the alternatives on one device.
+pub fn lanes_for(units: u32, max: u32) -> u32 {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(l) = std::env::var("FUSELM_LANES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|l| l.is_power_of_two() && (32..=256).contains(l))
+    {
+        return l.min(max);
+    }
+    let mut lanes = 32;
+    while lanes < max && units > 2 * lanes {
+        lanes *= 2;
+    }
+    lanes
 }
 
 fn single_chunk<'a>(ctx: &GpuContext, w: &'a GpuWeight) -> Result<&'a wgpu::Buffer> {
@@ -131,33 +208,34 @@ fn groups_1d(ctx: &GpuContext, groups: u64) -> Result<[u32; 3]> {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct QkvParams {
-    n_embd: u32,
-    n_q: u32,
-    n_kv: u32,
-    head_dim: u32,
-    n_rot: u32,
-    neox: u32,
     theta_scale: f32,
     eps: f32,
+    _pad: [u32; 2],
 }
-const _: () = assert!(std::mem::size_of::<QkvParams>() == 32);
+const _: () = assert!(std::mem::size_of::<QkvParams>() == 16);
 
 /// Dispatch 1: RMS norm + Q/K/V + RoPE → `qkv` (`[n_q + 2 n_kv]`).
 #[derive(Debug, Clone)]
 pub struct FusedQkv {
     pipeline: Pipeline,
+    shape: FusedShape,
+    lanes: u32,
 }
 
 impl FusedQkv {
     pub async fn new(
         ctx: &GpuContext,
+        s: &FusedShape,
         q: WeightFormat,
         k: WeightFormat,
         v: WeightFormat,
     ) -> Result<Self> {
+        s.check()?;
+        // At least 2 rows per workgroup: RoPE pairs rows within one.
+        let lanes = lanes_for(s.n_embd / 8, WORKGROUP / 2);
         let source = compose(&[
+            &s.wgsl_prelude(ctx, "", lanes),
             shaders::COMMON,
-            shaders::FUSED_NORM,
             shaders::ROPE_MATH,
             &q.decoder_named("wq"),
             &k.decoder_named("wk"),
@@ -168,14 +246,17 @@ impl FusedQkv {
         slots.extend([Slot::Read; 6]);
         slots.push(Slot::ReadWrite);
         let pipeline = Pipeline::new(ctx, "fused_qkv", &source, &slots).await?;
-        Ok(Self { pipeline })
+        Ok(Self {
+            pipeline,
+            shape: *s,
+            lanes,
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
         ctx: &GpuContext,
-        s: &FusedShape,
         state: &wgpu::Buffer,
         x: &wgpu::Buffer,
         norm_w: &wgpu::Buffer,
@@ -184,7 +265,7 @@ impl FusedQkv {
         wv: &GpuWeight,
         qkv: &wgpu::Buffer,
     ) -> Result<FusedCall> {
-        s.check()?;
+        let s = &self.shape;
         for w in [wq, wk, wv] {
             require(
                 w.k == s.n_embd,
@@ -196,16 +277,12 @@ impl FusedQkv {
             "fused_qkv: Q/K/V row counts differ from the head geometry",
         )?;
         check_buffer(ctx, "fused_qkv x", x, u64::from(s.n_embd))?;
+        check_buffer(ctx, "fused_qkv norm", norm_w, u64::from(s.n_embd))?;
         check_buffer(ctx, "fused_qkv qkv", qkv, u64::from(s.n_q() + 2 * s.n_kv()))?;
         let params = QkvParams {
-            n_embd: s.n_embd,
-            n_q: s.n_q(),
-            n_kv: s.n_kv(),
-            head_dim: s.head_dim,
-            n_rot: s.n_rot,
-            neox: u32::from(s.neox),
             theta_scale: s.rope_freq_base.powf(-2.0 / s.n_rot as f32),
             eps: s.eps,
+            _pad: [0; 2],
         };
         let buffers = [
             state,
@@ -219,7 +296,7 @@ impl FusedQkv {
         let rows = u64::from(s.n_q() + 2 * s.n_kv());
         Ok(FusedCall {
             bound: self.pipeline.bind(ctx, &params, &buffers)?,
-            groups: groups_1d(ctx, rows.div_ceil(u64::from(ROWS_PER_WORKGROUP)))?,
+            groups: groups_1d(ctx, rows.div_ceil(u64::from(WORKGROUP / self.lanes)))?,
         })
     }
 }
@@ -227,21 +304,16 @@ impl FusedQkv {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct AttentionParams {
-    n_head: u32,
-    n_head_kv: u32,
-    head_dim: u32,
-    n_ctx: u32,
-    n_embd: u32,
-    max_chunks: u32,
     scale: f32,
-    _pad: u32,
+    _pad: [u32; 3],
 }
-const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
+const _: () = assert!(std::mem::size_of::<AttentionParams>() == 16);
 
 /// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`.
 #[derive(Debug, Clone)]
 pub struct FusedAttention {
     pipeline: Pipeline,
+    shape: FusedShape,
 }
 
 /// [`FusedAttention`] bound; the grid's chunk count is chosen at record time.
@@ -254,9 +326,15 @@ pub struct FusedAttentionCall {
 }
 
 impl FusedAttention {
-    pub async fn new(ctx: &GpuContext, kv: KvFormat, o: WeightFormat) -> Result<Self> {
+    pub async fn new(
+        ctx: &GpuContext,
+        s: &FusedShape,
+        kv: KvFormat,
+        o: WeightFormat,
+    ) -> Result<Self> {
+        s.check()?;
         let source = compose(&[
-            kv.prelude(ctx)?,
+            &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
             shaders::COMMON,
             &o.decoder_named("wo"),
             shaders::FUSED_ATTENTION,
@@ -271,14 +349,16 @@ impl FusedAttention {
             Slot::ReadWrite,
         ];
         let pipeline = Pipeline::new(ctx, "fused_attention", &source, &slots).await?;
-        Ok(Self { pipeline })
+        Ok(Self {
+            pipeline,
+            shape: *s,
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
         ctx: &GpuContext,
-        s: &FusedShape,
         state: &wgpu::Buffer,
         qkv: &wgpu::Buffer,
         k_cache: &wgpu::Buffer,
@@ -286,21 +366,15 @@ impl FusedAttention {
         wo: &GpuWeight,
         part: &wgpu::Buffer,
     ) -> Result<FusedAttentionCall> {
-        s.check()?;
+        let s = &self.shape;
         require(
             wo.k == s.n_q() && wo.n == s.n_embd,
             "fused_attention: Wo must be [n_head * head_dim, n_embd]",
         )?;
         check_buffer(ctx, "fused_attention part", part, s.partials_len())?;
         let params = AttentionParams {
-            n_head: s.n_head,
-            n_head_kv: s.n_head_kv,
-            head_dim: s.head_dim,
-            n_ctx: s.n_ctx,
-            n_embd: s.n_embd,
-            max_chunks: s.max_chunks(),
             scale: 1.0 / (s.head_dim as f32).sqrt(),
-            _pad: 0,
+            _pad: [0; 3],
         };
         let buffers = [state, qkv, k_cache, v_cache, single_chunk(ctx, wo)?, part];
         check_dim(u64::from(s.n_head), max_groups(ctx))?;
@@ -329,26 +403,31 @@ impl FusedAttentionCall {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct FfnUpParams {
-    n_embd: u32,
-    n_ff: u32,
-    n_head: u32,
-    max_chunks: u32,
     eps: f32,
     _pad: [u32; 3],
 }
-const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 32);
+const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 16);
 
 /// Dispatch 3: combine + residual → `x_mid`; RMS norm, gate/up, SwiGLU → `hidden`.
 #[derive(Debug, Clone)]
 pub struct FusedFfnUp {
     pipeline: Pipeline,
+    shape: FusedShape,
+    lanes: u32,
 }
 
 impl FusedFfnUp {
-    pub async fn new(ctx: &GpuContext, gate: WeightFormat, up: WeightFormat) -> Result<Self> {
+    pub async fn new(
+        ctx: &GpuContext,
+        s: &FusedShape,
+        gate: WeightFormat,
+        up: WeightFormat,
+    ) -> Result<Self> {
+        s.check()?;
+        let lanes = lanes_for(s.n_embd / 8, WORKGROUP);
         let source = compose(&[
+            &s.wgsl_prelude(ctx, "", lanes),
             shaders::COMMON,
-            shaders::FUSED_NORM,
             &gate.decoder_named("wgate"),
             &up.decoder_named("wup"),
             shaders::FUSED_FFN_UP,
@@ -357,14 +436,17 @@ impl FusedFfnUp {
         slots.extend([Slot::Read; 6]);
         slots.extend([Slot::ReadWrite; 2]);
         let pipeline = Pipeline::new(ctx, "fused_ffn_up", &source, &slots).await?;
-        Ok(Self { pipeline })
+        Ok(Self {
+            pipeline,
+            shape: *s,
+            lanes,
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
         ctx: &GpuContext,
-        s: &FusedShape,
         state: &wgpu::Buffer,
         x: &wgpu::Buffer,
         part: &wgpu::Buffer,
@@ -374,18 +456,17 @@ impl FusedFfnUp {
         x_mid: &wgpu::Buffer,
         hidden: &wgpu::Buffer,
     ) -> Result<FusedCall> {
-        s.check()?;
+        let s = &self.shape;
         require(
             gate.k == s.n_embd && up.k == s.n_embd && gate.n == s.n_ff && up.n == s.n_ff,
             "fused_ffn_up: gate/up must be [n_embd, n_ff]",
         )?;
+        check_buffer(ctx, "fused_ffn_up x", x, u64::from(s.n_embd))?;
+        check_buffer(ctx, "fused_ffn_up part", part, s.partials_len())?;
+        check_buffer(ctx, "fused_ffn_up norm", norm_w, u64::from(s.n_embd))?;
         check_buffer(ctx, "fused_ffn_up hidden", hidden, u64::from(s.n_ff))?;
         check_buffer(ctx, "fused_ffn_up x_mid", x_mid, u64::from(s.n_embd))?;
         let params = FfnUpParams {
-            n_embd: s.n_embd,
-            n_ff: s.n_ff,
-            n_head: s.n_head,
-            max_chunks: s.max_chunks(),
             eps: s.eps,
             _pad: [0; 3],
         };
@@ -403,63 +484,63 @@ impl FusedFfnUp {
             bound: self.pipeline.bind(ctx, &params, &buffers)?,
             groups: groups_1d(
                 ctx,
-                u64::from(s.n_ff).div_ceil(u64::from(ROWS_PER_WORKGROUP)),
+                u64::from(s.n_ff).div_ceil(u64::from(WORKGROUP / self.lanes)),
             )?,
         })
     }
 }
 
-#[repr(C)]
-#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct FfnDownParams {
-    n_ff: u32,
-    n_embd: u32,
-    _pad: [u32; 2],
-}
-const _: () = assert!(std::mem::size_of::<FfnDownParams>() == 16);
-
 /// Dispatch 4: `x = x_mid + W_down · hidden`.
 #[derive(Debug, Clone)]
 pub struct FusedFfnDown {
     pipeline: Pipeline,
+    shape: FusedShape,
+    lanes: u32,
 }
 
 impl FusedFfnDown {
-    pub async fn new(ctx: &GpuContext, down: WeightFormat) -> Result<Self> {
-        let source = compose(&[shaders::COMMON, down.decoder(), shaders::FUSED_FFN_DOWN]);
-        let mut slots = vec![Slot::Uniform];
-        slots.extend([Slot::Read; 4]);
+    pub async fn new(ctx: &GpuContext, s: &FusedShape, down: WeightFormat) -> Result<Self> {
+        s.check()?;
+        let lanes = lanes_for(s.n_ff / 8, WORKGROUP);
+        let source = compose(&[
+            &s.wgsl_prelude(ctx, "", lanes),
+            shaders::COMMON,
+            down.decoder(),
+            shaders::FUSED_FFN_DOWN,
+        ]);
+        let mut slots = vec![Slot::Read; 4];
         slots.push(Slot::ReadWrite);
         let pipeline = Pipeline::new(ctx, "fused_ffn_down", &source, &slots).await?;
-        Ok(Self { pipeline })
+        Ok(Self {
+            pipeline,
+            shape: *s,
+            lanes,
+        })
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
         ctx: &GpuContext,
-        s: &FusedShape,
         state: &wgpu::Buffer,
         x_mid: &wgpu::Buffer,
         hidden: &wgpu::Buffer,
         down: &GpuWeight,
         x: &wgpu::Buffer,
     ) -> Result<FusedCall> {
+        let s = &self.shape;
         require(
             down.k == s.n_ff && down.n == s.n_embd,
             "fused_ffn_down: down must be [n_ff, n_embd]",
         )?;
-        let params = FfnDownParams {
-            n_ff: s.n_ff,
-            n_embd: s.n_embd,
-            _pad: [0; 2],
-        };
+        check_buffer(ctx, "fused_ffn_down x_mid", x_mid, u64::from(s.n_embd))?;
+        check_buffer(ctx, "fused_ffn_down hidden", hidden, u64::from(s.n_ff))?;
+        check_buffer(ctx, "fused_ffn_down x", x, u64::from(s.n_embd))?;
         let buffers = [state, x_mid, hidden, single_chunk(ctx, down)?, x];
         Ok(FusedCall {
-            bound: self.pipeline.bind(ctx, &params, &buffers)?,
+            bound: self.pipeline.bind_plain(ctx, &buffers)?,
             groups: groups_1d(
                 ctx,
-                u64::from(s.n_embd).div_ceil(u64::from(ROWS_PER_WORKGROUP)),
+                u64::from(s.n_embd).div_ceil(u64::from(WORKGROUP / self.lanes)),
             )?,
         })
     }

@@ -30,19 +30,18 @@ pub fn select_lists(n_vocab: u32) -> u32 {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct HeadParams {
-    n_embd: u32,
     n_rows: u32,
     row0: u32,
     best0: u32,
     eps: f32,
-    _pad: [u32; 3],
 }
-const _: () = assert!(std::mem::size_of::<HeadParams>() == 32);
+const _: () = assert!(std::mem::size_of::<HeadParams>() == 16);
 
 /// Final norm + output head + penalties → `logits`, per-workgroup bests → `best`.
 #[derive(Debug, Clone)]
 pub struct HeadLogits {
     pipeline: Pipeline,
+    n_embd: u32,
 }
 
 /// [`HeadLogits`] bound: one dispatch per head chunk.
@@ -52,10 +51,35 @@ pub struct HeadLogitsCall {
 }
 
 impl HeadLogits {
-    pub async fn new(ctx: &GpuContext, format: WeightFormat) -> Result<Self> {
+    /// `n_embd`: the head's input width (a multiple of 8, at most the fused kernels' limit).
+    pub async fn new(ctx: &GpuContext, format: WeightFormat, n_embd: u32) -> Result<Self> {
+        require(
+            n_embd % 8 == 0 && n_embd <= super::fused_layer::MAX_EMBD,
+            "head_logits: n_embd must be a multiple of 8 within the fused kernels' limit",
+        )?;
+        let sg = ctx.subgroups32();
+        // 32 lanes per row: the head is throughput-bound (~1,500 workgroups), not
+        // latency-bound like the per-layer kernels. `FUSELM_HEAD_LANES` overrides it natively.
+        #[cfg(not(target_arch = "wasm32"))]
+        let lanes = std::env::var("FUSELM_HEAD_LANES")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|l| [32, 64, 128, 256].contains(l))
+            .unwrap_or(32);
+        #[cfg(target_arch = "wasm32")]
+        let lanes = 32;
+        let consts = format!(
+            "{}const N_EMBD: u32 = {n_embd}u;\nconst LANES: u32 = {lanes}u;\n",
+            if sg { ctx.subgroups_enable() } else { "" }
+        );
         let source = compose(&[
+            &consts,
+            if sg {
+                shaders::REDUCE_SUBGROUP
+            } else {
+                shaders::REDUCE_SHARED
+            },
             shaders::COMMON,
-            shaders::FUSED_NORM,
             shaders::SAMPLER_PARAMS,
             format.decoder(),
             shaders::HEAD_LOGITS,
@@ -64,7 +88,7 @@ impl HeadLogits {
         slots.extend([Slot::Read; 6]);
         slots.extend([Slot::ReadWrite; 2]);
         let pipeline = Pipeline::new(ctx, "head_logits", &source, &slots).await?;
-        Ok(Self { pipeline })
+        Ok(Self { pipeline, n_embd })
     }
 
     /// `x`: the residual stream; the kernel reads row `state.n_tokens - 1` (the last token).
@@ -83,9 +107,10 @@ impl HeadLogits {
         best: &wgpu::Buffer,
     ) -> Result<HeadLogitsCall> {
         require(
-            head.k <= super::fused_layer::MAX_EMBD,
-            "head_logits: n_embd exceeds the fused kernels' limit",
+            head.k == self.n_embd,
+            "head_logits: the head's rows differ from the kernel's n_embd",
         )?;
+        check_buffer(ctx, "head_logits norm", norm_w, u64::from(head.k))?;
         check_buffer(ctx, "head_logits logits", logits, u64::from(head.n))?;
         check_buffer(ctx, "head_logits counts", counts, u64::from(head.n))?;
         check_bytes(
@@ -100,12 +125,10 @@ impl HeadLogits {
             .iter()
             .map(|c| {
                 let params = HeadParams {
-                    n_embd: head.k,
                     n_rows: c.rows,
                     row0: c.row0,
                     best0,
                     eps,
-                    _pad: [0; 3],
                 };
                 let groups = c.rows.div_ceil(HEAD_ROWS_PER_WORKGROUP);
                 best0 += groups;

@@ -101,18 +101,20 @@ impl Choice {
         s: &SamplerBuffers,
     ) -> Result<Self> {
         let head_w = weights.head();
-        let head = HeadLogits::new(ctx, head_w.format).await?.bind(
-            ctx,
-            config.rms_eps,
-            &acts.state,
-            &acts.x,
-            &weights.output_norm,
-            head_w,
-            &s.counts,
-            &s.params,
-            &acts.logits,
-            &s.best,
-        )?;
+        let head = HeadLogits::new(ctx, head_w.format, config.n_embd)
+            .await?
+            .bind(
+                ctx,
+                config.rms_eps,
+                &acts.state,
+                &acts.x,
+                &weights.output_norm,
+                head_w,
+                &s.counts,
+                &s.params,
+                &acts.logits,
+                &s.best,
+            )?;
         let select = SampleSelect::new(ctx).await?.bind(
             ctx,
             config.vocab_size,
@@ -231,17 +233,17 @@ impl FusedDecode {
         for (l, w) in weights.layers.iter().enumerate() {
             let fq = [w.wq.format, w.wk.format, w.wv.format];
             if let std::collections::hash_map::Entry::Vacant(e) = qkv_k.entry(fq) {
-                e.insert(FusedQkv::new(ctx, fq[0], fq[1], fq[2]).await?);
+                e.insert(FusedQkv::new(ctx, &s, fq[0], fq[1], fq[2]).await?);
             }
             if let std::collections::hash_map::Entry::Vacant(e) = att_k.entry(w.wo.format) {
-                e.insert(FusedAttention::new(ctx, kv, w.wo.format).await?);
+                e.insert(FusedAttention::new(ctx, &s, kv, w.wo.format).await?);
             }
             let fu = [w.w_gate.format, w.w_up.format];
             if let std::collections::hash_map::Entry::Vacant(e) = up_k.entry(fu) {
-                e.insert(FusedFfnUp::new(ctx, fu[0], fu[1]).await?);
+                e.insert(FusedFfnUp::new(ctx, &s, fu[0], fu[1]).await?);
             }
             if let std::collections::hash_map::Entry::Vacant(e) = down_k.entry(w.w_down.format) {
-                e.insert(FusedFfnDown::new(ctx, w.w_down.format).await?);
+                e.insert(FusedFfnDown::new(ctx, &s, w.w_down.format).await?);
             }
             let b = &buffers;
             layers.push(FusedLayer {
@@ -253,7 +255,6 @@ impl FusedDecode {
                 ],
                 qkv: qkv_k[&fq].bind(
                     ctx,
-                    &s,
                     &acts.state,
                     &acts.x,
                     &w.attn_norm,
@@ -264,7 +265,6 @@ impl FusedDecode {
                 )?,
                 attention: att_k[&w.wo.format].bind(
                     ctx,
-                    &s,
                     &acts.state,
                     &b.qkv,
                     &acts.k_cache[l],
@@ -274,7 +274,6 @@ impl FusedDecode {
                 )?,
                 ffn_up: up_k[&fu].bind(
                     ctx,
-                    &s,
                     &acts.state,
                     &acts.x,
                     &b.part,
@@ -286,7 +285,6 @@ impl FusedDecode {
                 )?,
                 ffn_down: down_k[&w.w_down.format].bind(
                     ctx,
-                    &s,
                     &acts.state,
                     &b.x_mid,
                     &acts.hidden,
