@@ -10,12 +10,14 @@
 // The projection is linear, so the next dispatch recovers Wo · attention exactly as
 //   sum_{h, c} exp(m_{h,c} - M_h) / L_h * P[h, c],  M_h = max_c m, L_h = sum_c exp(m - M_h) l,
 // which is what lets the output projection live here instead of in a dispatch of its own.
+// When the context fits one chunk (len <= ATT_CHUNK), a is divided by l here and the combine
+// is a plain sum over heads.
 // The host splits Wo's rows into blocks when there are few head-chunks (short contexts), so
 // the projection still spreads over many workgroups; each block recomputes the chunk's
 // attention (a few KiB from cache) rather than paying a dispatch boundary.
 //
 // Latency: the Wo weights of this invocation and the query are loaded first, then the state;
-// then every invocation loads one key row (vec4 loads) and, already, its first value rows.
+// then the keys (lanes along head_dim, so loads coalesce) and, already, the first values.
 //
 // KV append: the new token's K and V (from fused_qkv) are written into the cache at pos by
 // block 0 of the first query head of each KV group, in the chunk that holds pos; every
@@ -115,7 +117,7 @@ fn main(
     }
 
     // Value phase mapping (used below): invocation (d4, pj) sums positions pj, pj + PJ, ...
-    // Its first two value vectors are loaded now, with the key row.
+    // Its first two value vectors are loaded now, before the keys.
     let d4 = lid % HD4;
     let pj = lid / HD4;
     let t0 = c0 + pj;
@@ -129,21 +131,31 @@ fn main(
         v1 = kv4(v_cache[cache + t1 * HD4 + d4]);
     }
 
-    // Score phase: one position per invocation.
+    // Score phase: invocation (d4, pj) takes the d4-th vec4 of keys pj, pj + PJ, ..., so the
+    // lanes of one key read consecutive memory (one key per invocation would make every load
+    // of a warp touch 32 rows), and a key's HD4 partial dots are summed across its lanes.
+    for (var j0 = 0u; j0 < n; j0 += PJ) {
+        let j = j0 + pj;
+        var part = 0.0;
+        if j < n {
+            let t = c0 + j;
+            var k = vec4<f32>();
+            if t == pos {
+                k = qkv[k_new + d4];
+            } else {
+                k = kv4(k_cache[cache + t * HD4 + d4]);
+            }
+            part = dot(k, q_sh[d4]);
+        }
+        let sc = lanes_sum4(lid, vec4<f32>(part, 0.0, 0.0, 0.0), HD4).x;
+        if d4 == 0u && j < n {
+            e_sh[j] = sc;
+        }
+    }
+    workgroupBarrier();
     var s = NEG_MAX;
     if lid < n {
-        let t = c0 + lid;
-        var s4 = vec4<f32>();
-        if t == pos {
-            for (var i = 0u; i < HD4; i++) {
-                s4 += qkv[k_new + i] * q_sh[i];
-            }
-        } else {
-            for (var i = 0u; i < HD4; i++) {
-                s4 += kv4(k_cache[cache + t * HD4 + i]) * q_sh[i];
-            }
-        }
-        s = (s4.x + s4.y) + (s4.z + s4.w);
+        s = e_sh[lid];
     }
     let m = wg_max_sum(lid, s, 0.0).x;
     let e = select(0.0, exp(s - m), lid < n);
@@ -195,6 +207,10 @@ fn main(
         var a = vec4<f32>();
         for (var i = 0u; i < PJ; i++) {
             a += av_sh[i * HD4 + lid];
+        }
+        // The only chunk (len <= ATT_CHUNK): normalise here, so the combine just adds.
+        if len <= ATT_CHUNK {
+            a /= l;
         }
         a_sh[lid] = a;
     }

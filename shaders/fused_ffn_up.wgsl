@@ -1,7 +1,8 @@
 // Fused decode, dispatch 3 of 4 per layer: attention combine + residual + RMS norm + gate/up
 // projections + SwiGLU, one token.
 //
-//   x_mid = x + sum_{h, c} exp(m_{h,c} - M_h) / L_h * P[h, c]      (see fused_attention.wgsl)
+//   x_mid = x + sum_{h, c} exp(m_{h,c} - M_h) / L_h * P[h, c]      (see fused_attention.wgsl;
+//           with a single chunk P is already normalised: x + sum_h P[h, 0])
 //   g, u  = (W_gate[r] . (x_mid * norm_w)) * s,  (W_up[r] . (x_mid * norm_w)) * s
 //   hidden[r] = silu(g) * u,                      s = 1 / sqrt(mean(x_mid^2) + eps)
 //
@@ -44,10 +45,18 @@ const PSTRIDE4: u32 = PART_STRIDE / 4u;   // vec4s per partial row; (m, l) start
 var<workgroup> xm_sh: array<vec4<f32>, V4>;
 var<workgroup> chunks_sh: u32;
 
-// x_mid[4i .. 4i + 4] for `n_chunks` chunks per head. One pass over the chunks (online
-// softmax merge), heads unrolled inside, so each chunk's loads of every head are independent
-// and in flight together; with one chunk (contexts up to ATT_CHUNK) this is x + sum_h P / l.
+// x_mid[4i .. 4i + 4] for `n_chunks` chunks per head. With one chunk (contexts up to
+// ATT_CHUNK) the attention dispatch has already divided by l, so this is x + sum_h P: adds
+// of independent loads. Otherwise one pass over the chunks (online softmax merge), heads
+// unrolled inside, so each chunk's loads of every head are in flight together.
 fn combine(i: u32, n_chunks: u32) -> vec4<f32> {
+    if n_chunks == 1u {
+        var acc = x[i];
+        for (var h = 0u; h < N_HEAD; h++) {
+            acc += part[h * MAX_CHUNKS * PSTRIDE4 + i];
+        }
+        return acc;
+    }
     var mx: array<f32, N_HEAD>;
     var total: array<f32, N_HEAD>;
     var sum: array<vec4<f32>, N_HEAD>;

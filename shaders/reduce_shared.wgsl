@@ -7,7 +7,7 @@
 var<workgroup> red4: array<vec4<f32>, 256>;
 
 // Sum over `width` consecutive aligned invocations (a power of two <= 256); every one gets it.
-fn group_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
+fn lanes_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
     red4[lid] = v;
     for (var s = width / 2u; s > 0u; s >>= 1u) {
         workgroupBarrier();
@@ -24,20 +24,20 @@ fn group_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
 // Sum over the LANES lanes of `lid`'s row (invocations LANES r .. LANES r + LANES - 1);
 // every lane gets it.
 fn row_sum(lid: u32, v: f32) -> f32 {
-    return group_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), LANES).x;
+    return lanes_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), LANES).x;
 }
 
 fn row_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {
-    return group_sum4(lid, vec4<f32>(v, 0.0, 0.0), LANES).xy;
+    return lanes_sum4(lid, vec4<f32>(v, 0.0, 0.0), LANES).xy;
 }
 
 fn row_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
-    return group_sum4(lid, v, LANES);
+    return lanes_sum4(lid, v, LANES);
 }
 
 // Sum over aligned groups of 8 lanes (invocations 8g .. 8g + 7); every lane gets it.
 fn oct_sum(lid: u32, v: f32) -> f32 {
-    return group_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), 8u).x;
+    return lanes_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), 8u).x;
 }
 
 // (max of a, sum of b) over the whole workgroup of 256; every invocation gets it.

@@ -9,24 +9,38 @@
 var<workgroup> sg_part: array<vec2<f32>, 8>;
 var<workgroup> sg_part4: array<vec4<f32>, 8>;
 
-// Sum over the LANES lanes of `lid`'s row (invocations LANES r .. LANES r + LANES - 1);
-// every lane gets it.
-fn row_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
-    let s = subgroupAdd(v);
-    if LANES <= 32u {
+// Sum over aligned groups of `width` consecutive invocations (a power of two, 1..256; must be
+// the same for the whole workgroup); every invocation gets its group's sum. Within a subgroup
+// by butterfly shuffles (or subgroupAdd for a whole one), across subgroups through one barrier.
+fn lanes_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
+    var s = v;
+    if width >= 32u {
+        s = subgroupAdd(v);
+    } else {
+        for (var m = 1u; m < width; m <<= 1u) {
+            s += subgroupShuffleXor(s, m);
+        }
+    }
+    if width <= 32u {
         return s;
     }
     if lid % 32u == 0u {
         sg_part4[lid / 32u] = s;
     }
     workgroupBarrier();
-    let first = (lid / LANES) * (LANES / 32u);
+    let first = (lid / width) * (width / 32u);
     var r = sg_part4[first];
-    for (var i = 1u; i < LANES / 32u; i++) {
+    for (var i = 1u; i < width / 32u; i++) {
         r += sg_part4[first + i];
     }
     workgroupBarrier();
     return r;
+}
+
+// Sum over the LANES lanes of `lid`'s row (invocations LANES r .. LANES r + LANES - 1);
+// every lane gets it.
+fn row_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
+    return lanes_sum4(lid, v, LANES);
 }
 
 fn row_sum(lid: u32, v: f32) -> f32 {
@@ -39,9 +53,7 @@ fn row_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {
 
 // Sum over aligned groups of 8 lanes (invocations 8g .. 8g + 7); every lane gets it.
 fn oct_sum(lid: u32, v: f32) -> f32 {
-    var s = v + subgroupShuffleXor(v, 4u);
-    s += subgroupShuffleXor(s, 2u);
-    return s + subgroupShuffleXor(s, 1u);
+    return lanes_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), 8u).x;
 }
 
 // (max of a, sum of b) over the whole workgroup of 256; every invocation gets it.
