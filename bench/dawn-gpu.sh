@@ -2,8 +2,9 @@
 # The npm package on the lent GPU through Dawn in Node, next to the native CLI on the same
 # prompts in the same lease (`fuselm generate --json`, both strategies). Three calls while the
 # machine is warm: PART=1 (carry .bench-carry/smollm2.part00), PART=2 (.bench-carry/smollm2.part01),
-# then PART=3 (carry .gl, dist, .bench-carry/bin, .bench-carry/dawn — node.xz and
-# dawn-linux-x64.tar.xz, the `webgpu` package's index.js, package.json and dist/linux-x64).
+# then PART=3 (carry .gl, dist, .bench-carry/bin with fuselm-final.xz, .bench-carry/dawn — node.xz
+# and dawn-linux-x64.tar.xz, the `webgpu` package's index.js, package.json and dist/linux-x64).
+# PART=3 also works right after bench/final-gpu.sh in the same lease (the model is in place).
 set -euo pipefail
 mkdir -p /root/fuselm-model
 case "${PART:-3}" in
@@ -11,16 +12,17 @@ case "${PART:-3}" in
   2) cp .bench-carry/smollm2.part01 /root/fuselm-model/; exit 0 ;;
 esac
 M=/root/fuselm-model/model.gguf
-cat /root/fuselm-model/smollm2.part00 /root/fuselm-model/smollm2.part01 > $M
+[ -f $M ] || cat /root/fuselm-model/smollm2.part00 /root/fuselm-model/smollm2.part01 > $M
 echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M" | sha256sum --check
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; [ -f $f ] && export VK_DRIVER_FILES=$f
 D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
 tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+xz -dc .bench-carry/bin/fuselm-final.xz > $D/fuselm; chmod +x $D/fuselm
 RUNS=${RUNS:-5} $D/node bench/dawn-bench.mjs $D/package $M "$OUT/bench-dawn.json"
 for s in unfused fused; do
   for i in 1 2 3; do
-    .bench-carry/bin/fuselm generate --model $M --prompt "Once upon a time, there was a little robot who" \
+    $D/fuselm generate --model $M --prompt "Once upon a time, there was a little robot who" \
       --max-tokens 128 --strategy $s --json > "$OUT/native-$s-$i.json"
   done
   python3 -c "import json,sys; r=[json.load(open(f'$OUT/native-$s-{i}.json')) for i in (1,2,3)]; print('native', '$s', [round(x['timings']['generate']['decodeTokensPerSecond'],1) for x in r], len(r[0]['generatedIds']), 'tok')"
