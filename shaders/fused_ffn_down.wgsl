@@ -2,7 +2,8 @@
 //
 //   x[r] = x_mid[r] + W_down[r] . hidden
 //
-// ROWS = 8 rows per workgroup of 256, 32 lanes per row; every lane issues all its weight
+// ROWS = 256 / LANES rows per workgroup of 256, LANES lanes per row (LANES is prepended:
+// `kernels::fused_layer::lanes_for`); every lane issues all its weight
 // loads and the hidden values they meet (vec4 loads, from cache) before the state flag, so
 // the kernel costs about one memory round trip. Writes the residual stream `x` that the next
 // layer's fused_qkv (or the head) reads. Shape constants are prepended (see fused_qkv.wgsl).

@@ -7,11 +7,10 @@
 //   hidden[r] = silu(g) * u,                      s = 1 / sqrt(mean(x_mid^2) + eps)
 //
 // Phase 1: every workgroup rebuilds x_mid from the attention partials (n_head * chunks rows
-// of n_embd floats, from cache) into workgroup memory, one vec4 of it per invocation; each
-// invocation merges the heads' chunk maxima and sums itself (a few exps), so the loads of
-// all partials and of (m, l) are issued together: one memory round trip after the state.
+// of n_embd floats, from cache) into workgroup memory, one vec4 of it per invocation. With
+// several chunks per head, their merge weights are computed first, once per workgroup.
 // Workgroup 0 also writes x_mid out for the residual of dispatch 4.
-// Phase 2: ROWS = 8 rows of gate and of up per workgroup of 256, 32 lanes per row; as in
+// Phase 2: ROWS = 256 / LANES rows of gate and of up per workgroup, LANES lanes per row; as in
 // fused_qkv.wgsl the norm's scale is applied after the dot products, and sum(x_mid^2) comes
 // out of the same row reduction. The gate/up weights and norm_w are loaded before phase 1.
 // Shape constants are prepended (see fused_qkv.wgsl). When state.done is set the kernel
@@ -43,45 +42,51 @@ const V4_PER: u32 = (V4 + WG - 1u) / WG;  // per invocation in phase 1
 const PSTRIDE4: u32 = PART_STRIDE / 4u;   // vec4s per partial row; (m, l) start at N_EMBD / 4
 
 var<workgroup> xm_sh: array<vec4<f32>, V4>;
+var<workgroup> wts: array<f32, N_HEAD * MAX_CHUNKS>; // kernels::fused_layer::MAX_HEAD_CHUNKS
 var<workgroup> chunks_sh: u32;
 
 // x_mid[4i .. 4i + 4] for `n_chunks` chunks per head. With one chunk (contexts up to
 // ATT_CHUNK) the attention dispatch has already divided by l, so this is x + sum_h P: adds
-// of independent loads. Otherwise one pass over the chunks (online softmax merge), heads
-// unrolled inside, so each chunk's loads of every head are in flight together.
+// of independent loads. Otherwise the merge weights are in `wts` (computed once per
+// workgroup by `merge_weights`) and each chunk's loads of every head are in flight together.
 fn combine(i: u32, n_chunks: u32) -> vec4<f32> {
+    var acc = x[i];
     if n_chunks == 1u {
-        var acc = x[i];
         for (var h = 0u; h < N_HEAD; h++) {
             acc += part[h * MAX_CHUNKS * PSTRIDE4 + i];
         }
         return acc;
     }
-    var mx: array<f32, N_HEAD>;
-    var total: array<f32, N_HEAD>;
-    var sum: array<vec4<f32>, N_HEAD>;
-    for (var h = 0u; h < N_HEAD; h++) {
-        mx[h] = -3.40282e38;
-    }
-    let xv = x[i];
     for (var c = 0u; c < n_chunks; c++) {
         for (var h = 0u; h < N_HEAD; h++) {
-            let at = (h * MAX_CHUNKS + c) * PSTRIDE4;
-            let ml = part[at + V4];
-            let pv = part[at + i];
-            let m = max(mx[h], ml.x);
-            let old = exp(mx[h] - m);
-            let f = exp(ml.x - m);
-            total[h] = total[h] * old + f * ml.y;
-            sum[h] = sum[h] * old + f * pv;
-            mx[h] = m;
+            let b = h * MAX_CHUNKS + c;
+            acc += wts[b] * part[b * PSTRIDE4 + i];
         }
     }
-    var acc = xv;
-    for (var h = 0u; h < N_HEAD; h++) {
-        acc += sum[h] / total[h];
-    }
     return acc;
+}
+
+// wts[h, c] = exp(m_{h,c} - M_h) / L_h for every head and chunk, one head per invocation
+// (N_HEAD * n_chunks exps per workgroup rather than per invocation). Call uniformly.
+fn merge_weights(lid: u32, n_chunks: u32) {
+    for (var h = lid; h < N_HEAD; h += WG) {
+        let b = h * MAX_CHUNKS;
+        var mx = -3.40282e38;
+        for (var c = 0u; c < n_chunks; c++) {
+            mx = max(mx, part[(b + c) * PSTRIDE4 + V4].x);
+        }
+        var total = 0.0;
+        for (var c = 0u; c < n_chunks; c++) {
+            let ml = part[(b + c) * PSTRIDE4 + V4];
+            let f = exp(ml.x - mx);
+            wts[b + c] = f;
+            total += f * ml.y;
+        }
+        for (var c = 0u; c < n_chunks; c++) {
+            wts[b + c] /= total;
+        }
+    }
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -112,6 +117,9 @@ fn main(
     }
 
     // Phase 1: x_mid into workgroup memory.
+    if n_chunks > 1u {
+        merge_weights(lid, n_chunks);
+    }
     let first = linear_group(wg, nwg) == 0u;
     for (var k = 0u; k < V4_PER; k++) {
         let i = lid + k * WG;

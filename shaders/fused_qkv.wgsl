@@ -9,8 +9,9 @@
 // memory holds x, and the only memory round trips are the weight loads (issued first) and
 // the state flag, which overlap.
 //
-// One workgroup of 256 computes ROWS = 8 output rows, 32 lanes per row, so the
-// (n_q + 2 n_kv) rows spread over (n_q + 2 n_kv) / 8 workgroups. RoPE rotates pairs of rows,
+// One workgroup of 256 computes ROWS = 256 / LANES output rows, LANES lanes per row (LANES is
+// prepended: `kernels::fused_layer::lanes_for`, at most 128 so pairs share a workgroup), so the
+// (n_q + 2 n_kv) rows spread over (n_q + 2 n_kv) / ROWS workgroups. RoPE rotates pairs of rows,
 // so rows are assigned through a permutation that puts both members of a pair in adjacent
 // slots of one workgroup (slots 2i, 2i + 1 of a head hold dims (2i, 2i + 1) in llama's
 // pairing and (i, i + n_rot/2) in NeoX's); dims past n_rot are not rotated. K and V are
@@ -70,7 +71,8 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    // This workgroup's 8 slots; regions (Q, K, V) are multiples of 8 rows (head_dim % 8 == 0).
+    // This workgroup's ROWS slots; regions (Q, K, V) are multiples of ROWS rows (ROWS <= 8 and
+    // head_dim % 8 == 0).
     let slot0 = linear_group(wg, nwg) * ROWS;
     let lane = lid % LANES;
     let r = lid / LANES;

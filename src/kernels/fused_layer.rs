@@ -2,10 +2,10 @@
 //!
 //! | dispatch | WGSL | work | workgroups |
 //! |---|---|---|---|
-//! | 1 | `fused_qkv` | RMS norm, Q/K/V projections, RoPE | (n_q + 2 n_kv) / 8 |
+//! | 1 | `fused_qkv` | RMS norm, Q/K/V projections, RoPE | (n_q + 2 n_kv) / (256 / lanes) |
 //! | 2 | `fused_attention` | KV append, attention over a chunk, the chunk's output projection | n_head × chunks × row blocks |
-//! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / 8 |
-//! | 4 | `fused_ffn_down` | down projection + residual | n_embd / 8 |
+//! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes) |
+//! | 4 | `fused_ffn_down` | down projection + residual | n_embd / (256 / lanes) |
 //!
 //! Why this split: a dispatch boundary is needed wherever every output depends on every
 //! output of the previous stage — after Q/K/V (attention needs the whole head), after
@@ -40,6 +40,9 @@ pub const MAX_EMBD: u32 = 2048;
 pub const ATTENTION_CHUNK: u32 = 256;
 /// Workgroups the attention dispatch aims for (Wo's rows are split into blocks to reach it).
 pub const ATTENTION_MIN_GROUPS: u32 = 64;
+/// Largest `n_head × chunks` (chunks = nCtx / 256) whose merge weights fused_ffn_up.wgsl keeps
+/// in workgroup memory (4 KiB, within WebGPU's default 16 KiB with its other arrays).
+pub const MAX_HEAD_CHUNKS: u32 = 1024;
 /// Largest head_dim of fused_attention.wgsl.
 pub const MAX_HEAD_DIM: u32 = 256;
 
@@ -138,6 +141,11 @@ const PART_STRIDE: u32 = {stride}u;
         };
         limit("fused strategy: n_embd", self.n_embd, MAX_EMBD)?;
         limit("fused strategy: head_dim", self.head_dim, MAX_HEAD_DIM)?;
+        limit(
+            "fused strategy: n_head x attention chunks (nCtx / 256)",
+            self.n_head * self.max_chunks(),
+            MAX_HEAD_CHUNKS,
+        )?;
         require(
             self.head_dim % 8 == 0 && self.n_rot % 2 == 0 && self.n_rot <= self.head_dim,
             "fused strategy: head_dim must be a multiple of 8 and n_rot even and <= head_dim",
