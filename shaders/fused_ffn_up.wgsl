@@ -6,6 +6,10 @@
 //   g, u  = (W_gate[r] . (x_mid * norm_w)) * s,  (W_up[r] . (x_mid * norm_w)) * s
 //   hidden[r] = silu(g) * u,                      s = 1 / sqrt(mean(x_mid^2) + eps)
 //
+// Two pipelines are built from this file (`SINGLE_CHUNK`, prepended): one for steps whose
+// context fits one attention chunk, with no merge code at all (sharing a kernel with it cost
+// the single-chunk path 3 us per dispatch on an H200), and a general one; the host picks per
+// recorded chunk of steps.
 // Phase 1: every workgroup rebuilds x_mid from the attention partials (n_head * chunks rows
 // of n_embd floats, from cache) into workgroup memory, one vec4 of it per invocation. With
 // several chunks per head, their merge weights are computed first, once per workgroup.
@@ -50,13 +54,14 @@ var<workgroup> chunks_sh: u32;
 // of independent loads. Otherwise the merge weights are in `wts` (computed once per
 // workgroup by `merge_weights`) and each chunk's loads of every head are in flight together.
 fn combine(i: u32, n_chunks: u32) -> vec4<f32> {
-    var acc = x[i];
-    if n_chunks == 1u {
+    if SINGLE_CHUNK || n_chunks == 1u {
+        var acc = x[i];
         for (var h = 0u; h < N_HEAD; h++) {
             acc += part[h * MAX_CHUNKS * PSTRIDE4 + i];
         }
         return acc;
     }
+    var acc = x[i];
     for (var c = 0u; c < n_chunks; c++) {
         for (var h = 0u; h < N_HEAD; h++) {
             let b = h * MAX_CHUNKS + c;
@@ -117,7 +122,7 @@ fn main(
     }
 
     // Phase 1: x_mid into workgroup memory.
-    if n_chunks > 1u {
+    if !SINGLE_CHUNK && n_chunks > 1u {
         merge_weights(lid, n_chunks);
     }
     let first = linear_group(wg, nwg) == 0u;

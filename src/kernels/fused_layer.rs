@@ -416,12 +416,34 @@ struct FfnUpParams {
 }
 const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 16);
 
-/// Dispatch 3: combine + residual → `x_mid`; RMS norm, gate/up, SwiGLU → `hidden`.
+/// Dispatch 3: combine + residual → `x_mid`; RMS norm, gate/up, SwiGLU → `hidden`. Two
+/// pipelines: for steps whose context fits one attention chunk, and for any step.
 #[derive(Debug, Clone)]
 pub struct FusedFfnUp {
-    pipeline: Pipeline,
+    single: Pipeline,
+    general: Pipeline,
     shape: FusedShape,
     lanes: u32,
+}
+
+/// [`FusedFfnUp`] bound; the variant is chosen at record time from the steps' context.
+#[derive(Debug, Clone)]
+pub struct FusedFfnUpCall {
+    single: Bound,
+    general: Bound,
+    groups: [u32; 3],
+}
+
+impl FusedFfnUpCall {
+    /// Records the combine + FFN-up for a step that sees at most `max_len` positions.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, max_len: u32) {
+        let bound = if max_len <= ATTENTION_CHUNK {
+            &self.single
+        } else {
+            &self.general
+        };
+        bound.dispatch(pass, self.groups);
+    }
 }
 
 impl FusedFfnUp {
@@ -433,19 +455,24 @@ impl FusedFfnUp {
     ) -> Result<Self> {
         s.check()?;
         let lanes = lanes_for(s.n_embd / 8, WORKGROUP);
-        let source = compose(&[
-            &s.wgsl_prelude(ctx, "", lanes),
-            shaders::COMMON,
-            &gate.decoder_named("wgate"),
-            &up.decoder_named("wup"),
-            shaders::FUSED_FFN_UP,
-        ]);
         let mut slots = vec![Slot::Uniform];
         slots.extend([Slot::Read; 6]);
         slots.extend([Slot::ReadWrite; 2]);
-        let pipeline = Pipeline::new(ctx, "fused_ffn_up", &source, &slots).await?;
+        let source = |single: bool| {
+            compose(&[
+                &s.wgsl_prelude(ctx, "", lanes),
+                &format!("const SINGLE_CHUNK: bool = {single};\n"),
+                shaders::COMMON,
+                &gate.decoder_named("wgate"),
+                &up.decoder_named("wup"),
+                shaders::FUSED_FFN_UP,
+            ])
+        };
+        let single = Pipeline::new(ctx, "fused_ffn_up", &source(true), &slots).await?;
+        let general = Pipeline::new(ctx, "fused_ffn_up", &source(false), &slots).await?;
         Ok(Self {
-            pipeline,
+            single,
+            general,
             shape: *s,
             lanes,
         })
@@ -463,7 +490,7 @@ impl FusedFfnUp {
         up: &GpuWeight,
         x_mid: &wgpu::Buffer,
         hidden: &wgpu::Buffer,
-    ) -> Result<FusedCall> {
+    ) -> Result<FusedFfnUpCall> {
         let s = &self.shape;
         require(
             gate.k == s.n_embd && up.k == s.n_embd && gate.n == s.n_ff && up.n == s.n_ff,
@@ -488,8 +515,9 @@ impl FusedFfnUp {
             x_mid,
             hidden,
         ];
-        Ok(FusedCall {
-            bound: self.pipeline.bind(ctx, &params, &buffers)?,
+        Ok(FusedFfnUpCall {
+            single: self.single.bind(ctx, &params, &buffers)?,
+            general: self.general.bind(ctx, &params, &buffers)?,
             groups: groups_1d(
                 ctx,
                 u64::from(s.n_ff).div_ceil(u64::from(WORKGROUP / self.lanes)),

@@ -58,7 +58,8 @@ pub use argmax::{Argmax, ArgmaxCall};
 pub use attention::{Attention, AttentionCall, AttentionShape, KvFormat};
 pub use embed::{Embed, EmbedCall};
 pub use fused_layer::{
-    FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown, FusedFfnUp, FusedQkv, FusedShape,
+    FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown, FusedFfnUp, FusedFfnUpCall,
+    FusedQkv, FusedShape,
 };
 pub use kv_store::{KvStore, KvStoreCall};
 pub use matmul::{MatMul, MatMulCall};

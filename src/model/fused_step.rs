@@ -16,8 +16,8 @@ use crate::gpu::GpuContext;
 use crate::kernels::sample::{head_groups, select_lists};
 use crate::kernels::{
     Embed, EmbedCall, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown, FusedFfnUp,
-    FusedQkv, FusedShape, HeadLogits, HeadLogitsCall, KvFormat, SampleCall, SampleChoose,
-    SampleSelect, WeightFormat,
+    FusedFfnUpCall, FusedQkv, FusedShape, HeadLogits, HeadLogitsCall, KvFormat, SampleCall,
+    SampleChoose, SampleSelect, WeightFormat,
 };
 use crate::sampling::{SamplerParams, MAX_CANDIDATES};
 use std::collections::HashMap;
@@ -189,7 +189,7 @@ struct FusedLayer {
     bytes: [u64; 4],
     qkv: FusedCall,
     attention: FusedAttentionCall,
-    ffn_up: FusedCall,
+    ffn_up: FusedFfnUpCall,
     ffn_down: FusedCall,
 }
 
@@ -316,7 +316,7 @@ impl FusedDecode {
         for l in &self.layers {
             l.qkv.record(pass);
             l.attention.record(pass, max_len);
-            l.ffn_up.record(pass);
+            l.ffn_up.record(pass, max_len);
             l.ffn_down.record(pass);
         }
         Ok(())
@@ -340,7 +340,7 @@ impl FusedDecode {
             out.push(RoleCall {
                 role: "combine+norm+gate/up+swiglu",
                 bytes: l.bytes[2],
-                record: Box::new(move |p| l.ffn_up.record(p)),
+                record: Box::new(move |p| l.ffn_up.record(p, len)),
             });
             out.push(RoleCall {
                 role: "down+residual",
