@@ -6,16 +6,10 @@
 # and dawn-linux-x64.tar.xz, the `webgpu` package's index.js, package.json and dist/linux-x64).
 # PART=3 also works right after bench/final-gpu.sh in the same lease (the model is in place).
 set -euo pipefail
-mkdir -p /root/fuselm-model
-case "${PART:-3}" in
-  1) cp .bench-carry/smollm2.part00 /root/fuselm-model/; exit 0 ;;
-  2) cp .bench-carry/smollm2.part01 /root/fuselm-model/; exit 0 ;;
-esac
-M=/root/fuselm-model/model.gguf
-[ -f $M ] || cat /root/fuselm-model/smollm2.part00 /root/fuselm-model/smollm2.part01 > $M
-echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M" | sha256sum --check
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; [ -f $f ] && export VK_DRIVER_FILES=$f
+if [ "${PART:-3}" = 2 ]; then
+  mkdir -p /root/fuselm-model; cp .bench-carry/smollm2.part01 /root/fuselm-model/; exit 0
+fi
+source bench/gpu-model.sh
 D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
 tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
 xz -dc .bench-carry/bin/fuselm-final.xz > $D/fuselm; chmod +x $D/fuselm

@@ -5,17 +5,9 @@
 # FUSELM_EXACT_ALL=1). Build here: target/release/fuselm and the test binary
 # (`cargo test --release --no-run --test generate_smollm2`), xz-compressed into .bench-carry/bin
 # as fuselm-final.xz and generate_smollm2.xz (optionally fuselm-prev.xz, profiled first for a
-# same-lease comparison). Model in two calls: PART=1 carries .bench-carry/smollm2.part00; PART=2
-# carries .bench-carry/smollm2.part01, .bench-carry/bin and .gl.
-set -euo pipefail
-mkdir -p /root/fuselm-model
-if [ "${PART:-2}" = 1 ]; then cp .bench-carry/smollm2.part00 /root/fuselm-model/; exit 0; fi
-M=/root/fuselm-model/model.gguf
-cp .bench-carry/smollm2.part01 /root/fuselm-model/
-cat /root/fuselm-model/smollm2.part00 /root/fuselm-model/smollm2.part01 > $M
-echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M" | sha256sum --check
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; [ -f $f ] && export VK_DRIVER_FILES=$f
+# same-lease comparison). Model in two calls (bench/gpu-model.sh): PART=1, then this call with
+# .bench-carry/smollm2.part01, .bench-carry/bin and .gl.
+source bench/gpu-model.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 mkdir -p /root/bin
 for x in .bench-carry/bin/*.xz; do n=$(basename "$x" .xz); xz -dc "$x" > /root/bin/$n; chmod +x /root/bin/$n; done

@@ -1,17 +1,9 @@
 #!/usr/bin/env bash
 # Lanes-per-row sweep of the fused kernels on the lent GPU (FUSELM_LANES, FUSELM_HEAD_LANES,
 # FUSELM_NO_SUBGROUPS), each a `fuselm bench --profile` of SmolLM2 in the same lease: the data
-# behind `kernels::fused_layer::lanes_for`. Model in two calls as in compare-gpu.sh (PART=1
-# carries .bench-carry/smollm2.part00; PART=2 .bench-carry/smollm2.part01, .bench-carry/bin
-# with fuselm-new.xz, and .gl).
-set -euo pipefail
-mkdir -p /root/fuselm-model
-if [ "${PART:-2}" = 1 ]; then cp .bench-carry/smollm2.part00 /root/fuselm-model/; exit 0; fi
-M=/root/fuselm-model/model.gguf
-cp .bench-carry/smollm2.part01 /root/fuselm-model/
-cat /root/fuselm-model/smollm2.part00 /root/fuselm-model/smollm2.part01 > $M
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; [ -f $f ] && export VK_DRIVER_FILES=$f
+# behind `kernels::fused_layer::lanes_for`. Model in two calls (bench/gpu-model.sh): PART=1, then
+# this call with .bench-carry/smollm2.part01, .bench-carry/bin (fuselm-new.xz) and .gl.
+source bench/gpu-model.sh
 xz -dc .bench-carry/bin/fuselm-new.xz > /root/fuselm; chmod +x /root/fuselm
 sweep() { # name, env...
   local name=$1; shift

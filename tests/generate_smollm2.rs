@@ -13,7 +13,7 @@
 //! On lavapipe (CI) a generation of 64 tokens takes minutes, so by default every strategy runs
 //! greedy on `CI_PROMPTS` (short, chat and one ~270-token prompt) and teacher forcing covers
 //! all ten; `FUSELM_EXACT_ALL=1` runs every strategy on all ten prompts (done on the GPU
-//! machine, bench/exact-gpu.sh).
+//! machine, bench/final-gpu.sh).
 //!
 //! llama.cpp (tests/fixtures/llama.cpp) stays a loose cross-check: it rounds activations to 8
 //! bits (|Δlogit| up to ~0.57 from exact), so its greedy ids are compared only up to its first
