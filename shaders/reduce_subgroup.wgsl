@@ -9,18 +9,11 @@
 var<workgroup> sg_part: array<vec2<f32>, 8>;
 var<workgroup> sg_part4: array<vec4<f32>, 8>;
 
-// Sum over aligned groups of `width` consecutive invocations (a power of two, 1..256; must be
-// the same for the whole workgroup); every invocation gets its group's sum. Within a subgroup
-// by butterfly shuffles (or subgroupAdd for a whole one), across subgroups through one barrier.
+// Sum over aligned groups of `width` consecutive invocations (32, 64, 128 or 256: whole
+// subgroups; the same for the whole workgroup); every invocation gets its group's sum. Within a
+// subgroup by subgroupAdd, across subgroups through one barrier.
 fn lanes_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
-    var s = v;
-    if width >= 32u {
-        s = subgroupAdd(v);
-    } else {
-        for (var m = 1u; m < width; m <<= 1u) {
-            s += subgroupShuffleXor(s, m);
-        }
-    }
+    let s = subgroupAdd(v);
     if width <= 32u {
         return s;
     }
@@ -53,7 +46,9 @@ fn row_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {
 
 // Sum over aligned groups of 8 lanes (invocations 8g .. 8g + 7); every lane gets it.
 fn oct_sum(lid: u32, v: f32) -> f32 {
-    return lanes_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), 8u).x;
+    var s = v + subgroupShuffleXor(v, 4u);
+    s += subgroupShuffleXor(s, 2u);
+    return s + subgroupShuffleXor(s, 1u);
 }
 
 // (max of a, sum of b) over the whole workgroup of 256; every invocation gets it.
