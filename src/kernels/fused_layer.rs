@@ -13,17 +13,19 @@
 //! it) and after down (the next norm). That is five; the output projection is moved into the
 //! attention dispatch (each head-chunk projects its own unnormalised output — linear, so the
 //! softmax normalisation is applied afterwards, when dispatch 3 sums the partials), which
-//! removes one boundary without recomputing anything. Norms are recomputed per workgroup
-//! (a few KiB of activations) instead of costing a dispatch.
+//! removes one boundary without recomputing anything. Norms are recomputed per output row
+//! (their sum of squares rides along in the row's reduction) instead of costing a dispatch.
 //!
 //! How each kernel keeps its latency low (at batch 1 they are latency-bound: a step's
 //! weights are ~100 KiB–1 MiB per dispatch, far below what the memory bus moves in a
 //! microsecond): the model's dims are WGSL constants ([`FusedShape::wgsl_prelude`]), so
 //! loops over a row unroll and every invocation issues all of its weight loads first; the
 //! RMS norm's scale is applied after the dot products (it is a scalar), so `sum(x^2)` comes
-//! out of the same row reduction and no workgroup normalises x before using it; rows of 32
-//! lanes reduce with subgroup operations when the adapter's subgroups are exactly 32 wide
-//! (`shaders/reduce_subgroup.wgsl`), else through workgroup memory (`reduce_shared.wgsl`).
+//! out of the same row reduction and no workgroup normalises x before using it; each output
+//! row is spread over [`lanes_for`] lanes, which reduce with subgroup operations when the
+//! adapter's subgroups are exactly 32 wide (`shaders/reduce_subgroup.wgsl`), else through
+//! workgroup memory (`reduce_shared.wgsl`). Measurements behind these choices:
+//! `bench/NOTES.md`.
 
 use super::attention::KvFormat;
 use super::weights::{GpuWeight, WeightFormat};
