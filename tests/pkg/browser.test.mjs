@@ -1,0 +1,79 @@
+// The packed npm tarball in two kinds of downstream app, each generating text from the synthetic
+// model in headless Chromium (WebGPU on SwiftShader):
+//   - a fresh Vite + TypeScript app (vite-app/): `tsc --noEmit` then `vite build` with the
+//     repository's own vite; the bundle must find the wasm that Vite emitted as an asset
+//     (wasm-bindgen's `new URL("fuselm_bg.wasm", import.meta.url)`);
+//   - a plain static page (static-page/) importing ./node_modules/fuselm/dist/index.js, no bundler.
+// Both copy the committed app to a scratch directory, `npm install --offline` the tarball there,
+// serve it statically with the model next to the page, and read what the page reports.
+import { test, before } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, cpSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { bin, install, root, runPage, scratch, syntheticModel, tarball } from "./common.mjs";
+import { serveDir } from "./static-server.mjs";
+
+// The synthetic vocabulary: id b < 256 is byte b; the control tokens render as nothing.
+const decodeSynthetic = (ids) => new TextDecoder("utf-8").decode(Uint8Array.from(ids.filter((id) => id < 256)));
+
+let tgz, model;
+const generated = {}; // per app: the ids, which must agree (greedy, same package, same model)
+before(() => {
+  tgz = tarball();
+  model = syntheticModel();
+});
+
+function checkGenerated(run, wasmPath) {
+  assert.deepEqual(run.pageErrors, [], "uncaught page errors");
+  assert.equal(run.state, "done", `the page failed: ${run.error}\n${run.consoleLines.join("\n")}`);
+  const { result } = run;
+  assert.ok(result.tokens.length > 0, "no tokens generated");
+  assert.ok(result.tokens.every((id) => Number.isInteger(id) && id >= 0), `token ids: ${result.tokens}`);
+  assert.equal(result.text, decodeSynthetic(result.tokens), "text vs the synthetic vocabulary's bytes");
+  const wasm = run.responses.filter((r) => r.url.endsWith(".wasm"));
+  assert.equal(wasm.length, 1, `wasm requests: ${JSON.stringify(wasm)}`);
+  assert.match(new URL(wasm[0].url).pathname, wasmPath);
+  assert.equal(wasm[0].status, 200);
+  const failed = run.responses.filter((r) => r.status >= 400 && !r.url.endsWith("/favicon.ico"));
+  assert.deepEqual(failed, [], "failed requests");
+  return result;
+}
+
+test("a Vite + TypeScript app bundles the package and generates", async () => {
+  const app = scratch("vite-app");
+  cpSync(join(root, "tests/pkg/vite-app"), app, { recursive: true });
+  install(app, tgz);
+  // What the app's `npm run build` does (tsc --noEmit && vite build), with the repository's tools.
+  execFileSync(bin("tsc"), ["--noEmit", "-p", "tsconfig.json"], { cwd: app, stdio: "inherit" });
+  execFileSync(bin("vite"), ["build", "--logLevel", "warn"], { cwd: app, stdio: "inherit" });
+  const assets = readdirSync(join(app, "dist/assets"));
+  const emitted = assets.filter((f) => f.endsWith(".wasm"));
+  assert.equal(emitted.length, 1, `vite emitted wasm assets: ${assets}`);
+  const shipped = readFileSync(join(app, "node_modules/fuselm/dist/wasm/fuselm_bg.wasm"));
+  assert.ok(readFileSync(join(app, "dist/assets", emitted[0])).equals(shipped), "the emitted wasm is the package's");
+  copyFileSync(model, join(app, "dist/synthetic.gguf"));
+  const { server, url } = await serveDir(join(app, "dist"));
+  try {
+    const result = checkGenerated(await runPage(url), /^\/assets\/fuselm_bg-[\w-]+\.wasm$/);
+    console.log(`vite app: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}`);
+    generated.vite = result.tokens;
+  } finally {
+    server.close();
+  }
+});
+
+test("a static page imports ./node_modules/fuselm/dist/index.js and generates", async () => {
+  const site = scratch("static-page");
+  cpSync(join(root, "tests/pkg/static-page"), site, { recursive: true });
+  install(site, tgz);
+  copyFileSync(model, join(site, "synthetic.gguf"));
+  const { server, url } = await serveDir(site);
+  try {
+    const result = checkGenerated(await runPage(url), /^\/node_modules\/fuselm\/dist\/wasm\/fuselm_bg\.wasm$/);
+    console.log(`static page: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}`);
+    if (generated.vite) assert.deepEqual(result.tokens, generated.vite, "the static page and the Vite app disagree");
+  } finally {
+    server.close();
+  }
+});
