@@ -6,11 +6,23 @@ import * as wasm from "./wasm/fuselm.js";
 import type { AdapterReport, GenerationBenchOptions, GenerationBenchReport, ProbeOptions } from "./wasm/fuselm.js";
 import { init } from "./init.js";
 import { toFuselmError } from "./errors.js";
-import { readSource, type ModelSource } from "./model.js";
+import { readAll, type ModelSource } from "./load.js";
 
 export { init } from "./init.js";
 export { FuselmError, type ErrorKind } from "./errors.js";
-export { loadModel, Model, type ModelSource } from "./model.js";
+export { loadModel, type Model, type GenerateCallOptions, type TokenizeOptions } from "./model.js";
+export type { ModelSource, LoadModelOptions, LoadProgress, LoadPhase } from "./load.js";
+export { Generation, type GenerationChunk } from "./generation.js";
+export type {
+  Chat,
+  ChatCompletions,
+  ChatCompletionRequest,
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionUsage,
+  FinishReason,
+} from "./chat.js";
+export { deleteCachedModel, type CacheMode } from "./cache.js";
 export type {
   AdapterReport,
   ProbeOptions,
@@ -29,6 +41,9 @@ export type {
   GenerateTimings,
   StopReason,
   ModelInfo,
+  MemoryUse,
+  QuantUse,
+  ChatMessage,
   GenerationBenchOptions,
   GenerationBenchReport,
   GenerationBenchRow,
@@ -62,7 +77,7 @@ export async function probe(options?: ProbeOptions): Promise<AdapterReport> {
  */
 export async function bench(options?: GenerationBenchOptions, model?: ModelSource): Promise<GenerationBenchReport> {
   try {
-    const [bytes] = await Promise.all([model === undefined ? undefined : readSource(model), init()]);
+    const [bytes] = await Promise.all([model === undefined ? undefined : readAll(model), init()]);
     return await wasm.bench(options, bytes);
   } catch (e) {
     throw toFuselmError(e);

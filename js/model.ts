@@ -1,97 +1,155 @@
-// Loading a GGUF model and generating with it. The wasm `Model` owns the GPU memory; this class
-// wraps it so every rejection is a `FuselmError` and a freed model fails with a typed error
-// instead of a wasm trap.
-import * as wasm from "./wasm/fuselm.js";
-import type { GenerateOptions, GenerateResult, LoadOptions, ModelInfo } from "./wasm/fuselm.js";
-import { init } from "./init.js";
+// A loaded model: generation (streamed), OpenAI-shaped chat, tokenization, info and dispose.
+// The wasm `Model` owns the GPU memory; this class wraps it so every failure is a `FuselmError`
+// and a disposed model fails with a typed error instead of a wasm trap.
+import type * as wasm from "./wasm/fuselm.js";
+import type { ChatMessage, GenerateOptions, ModelInfo, Strategy } from "./wasm/fuselm.js";
 import { FuselmError, toFuselmError } from "./errors.js";
+import { Generation } from "./generation.js";
+import { chatCompletions, type Chat } from "./chat.js";
+import { loadRaw, type LoadModelOptions, type ModelSource } from "./load.js";
 
-/** Where a model comes from: its bytes, a fetched `Response`, or a URL to fetch. */
-export type ModelSource = Uint8Array | ArrayBuffer | Response | string | URL;
-
-/**
- * Loads a GGUF model (llama family: Llama, SmolLM2, Qwen2, …) onto the user's GPU. A string or
- * URL is fetched; a failed fetch or non-2xx status rejects with kind "invalid-argument", a file
- * that is not a supported GGUF with "invalid-model", a model too big for the adapter with
- * "limit-exceeded". The whole file is read into memory once, then uploaded.
- */
-export function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model> {
-  return Model.load(source, options);
+/** Options of one generation: the settings of `GenerateOptions` plus an abort signal. */
+export interface GenerateCallOptions extends GenerateOptions {
+  /** Aborts the generation: the iteration, `text()` and `result()` reject with kind "aborted". */
+  signal?: AbortSignal;
 }
 
-/** A model on the GPU. One generation runs at a time; call `free()` to release GPU memory. */
-export class Model {
-  #raw: wasm.Model | undefined;
+export interface TokenizeOptions {
+  /** Prepend the model's BOS token when it uses one (as prompts get). Default: false. */
+  addSpecial?: boolean;
+  /** Recognise control tokens such as `<|im_start|>` written in the text. Default: false. */
+  parseSpecial?: boolean;
+}
 
-  private constructor(raw: wasm.Model) {
-    this.#raw = raw;
-  }
-
-  /** The same as `loadModel`. */
-  static async load(source: ModelSource, options?: LoadOptions): Promise<Model> {
-    try {
-      const [bytes] = await Promise.all([readSource(source), init()]);
-      return new Model(await wasm.loadModel(bytes, options));
-    } catch (e) {
-      throw toFuselmError(e);
-    }
-  }
-
-  /**
-   * Generates from `prompt` (with `{ chat: true }`, rendered as a user message with the model's
+/** A model on the GPU. One generation runs at a time (another one rejects with kind "busy"). */
+export interface Model {
+  /** Architecture, sizes, weight formats, GPU memory, and the default strategy with its reason. */
+  readonly info: ModelInfo;
+  /** OpenAI-shaped chat: `model.chat.completions.create({ messages, stream, ... })`. */
+  readonly chat: Chat;
+  /** Generates from `prompt` (with `{ chat: true }` rendered as a user message with the model's
    * chat template). Greedy by default; `temperature`, `topK`, `topP`, `minP`, the penalties and
    * `seed` sample instead (the same seed gives the same tokens on every strategy and adapter).
-   * `strategy` picks how it runs: "fused" (default; sampling on the GPU, `chunkTokens` steps per
-   * compute pass) or "unfused" (the baseline: one submit and logits readback per token). Rejects
-   * with kind "busy" while another generation of this model runs, "limit-exceeded" when the
-   * prompt plus `maxTokens` exceed the model's `nCtx`, "invalid-argument" for an out-of-range
-   * setting.
-   */
-  async generate(prompt: string, options?: GenerateOptions): Promise<GenerateResult> {
+   * `stop` strings end it and are never emitted. Returns at once: iterate the result for
+   * streamed chunks, or await `.text()` / `.result()`. Rejects (through those) with kind "busy"
+   * while another generation of this model runs, "limit-exceeded" when the prompt plus
+   * `maxTokens` exceed `info.nCtx`, "invalid-argument" for an out-of-range setting, "aborted",
+   * "device-lost". */
+  generate(prompt: string, options?: GenerateCallOptions): Generation;
+  /** Token ids of `text`. */
+  tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
+  /** Text of token ids (control tokens render as nothing). */
+  detokenize(ids: ArrayLike<number>): Promise<string>;
+  /** Stops a running generation, then frees the model's GPU memory. Later calls reject with
+   * kind "invalid-argument". Safe to call twice. */
+  dispose(): Promise<void>;
+}
+
+/** The model on this thread: a thin wrapper over the wasm `Model`. */
+class LocalModel implements Model {
+  #raw: wasm.Model | undefined;
+  #running: Generation | undefined;
+  readonly #strategy: Strategy | undefined;
+  readonly info: ModelInfo;
+  readonly chat: Chat;
+
+  constructor(raw: wasm.Model, strategy: Strategy | undefined) {
+    this.#raw = raw;
+    this.#strategy = strategy;
+    this.info = raw.info();
+    this.chat = {
+      completions: chatCompletions(
+        (messages, options, signal) => this.#start((m, sink, o) => m.chat(messages, o, sink), options, signal),
+        () => `fuselm/${this.info.architecture}`,
+      ),
+    };
+  }
+
+  generate(prompt: string, options: GenerateCallOptions = {}): Generation {
+    const { signal, ...settings } = options;
+    if (typeof prompt !== "string") {
+      return this.#start(() => Promise.reject(new FuselmError("invalid-argument", "prompt must be a string")), settings, signal);
+    }
+    return this.#start((m, sink, o) => m.generate(prompt, o, sink), settings, signal);
+  }
+
+  #start(
+    call: (raw: wasm.Model, sink: (text: string, id: number | undefined) => boolean, options: GenerateOptions) => Promise<wasm.GenerateResult>,
+    options: GenerateOptions,
+    signal: AbortSignal | undefined,
+  ): Generation {
+    const withStrategy: GenerateOptions = { ...options, strategy: options.strategy ?? this.#strategy };
+    const generation = new Generation((sink) => {
+      const raw = this.#raw;
+      if (raw === undefined) return Promise.reject(disposedError());
+      return call(raw, sink, withStrategy);
+    }, signal);
+    this.#running = generation;
+    void generation.result().then(
+      () => this.#clear(generation),
+      () => this.#clear(generation),
+    );
+    return generation;
+  }
+
+  #clear(generation: Generation): void {
+    if (this.#running === generation) this.#running = undefined;
+  }
+
+  async tokenize(text: string, options: TokenizeOptions = {}): Promise<number[]> {
+    if (typeof text !== "string") throw new FuselmError("invalid-argument", "text must be a string");
     try {
-      return await this.#live().generate(prompt, options);
+      return Array.from(this.#live().tokenize(text, options.addSpecial ?? false, options.parseSpecial ?? false));
     } catch (e) {
       throw toFuselmError(e);
     }
   }
 
-  /** Hyper-parameters and the KV-cache capacity (`nCtx`) this model was loaded with. */
-  info(): ModelInfo {
+  async detokenize(ids: ArrayLike<number>): Promise<string> {
+    const list = Array.from(ids);
+    if (!list.every((id) => Number.isInteger(id) && id >= 0 && id <= 0xffffffff)) {
+      throw new FuselmError("invalid-argument", "token ids must be non-negative integers");
+    }
     try {
-      return this.#live().info();
+      return this.#live().detokenize(Uint32Array.from(list));
     } catch (e) {
       throw toFuselmError(e);
     }
   }
 
-  /** Releases the model's GPU memory (after a running generation ends). Safe to call twice. */
-  free(): void {
-    this.#raw?.free();
+  async dispose(): Promise<void> {
+    const raw = this.#raw;
+    if (raw === undefined) return;
     this.#raw = undefined;
+    const running = this.#running;
+    if (running !== undefined) {
+      running.abort(new FuselmError("aborted", "the model was disposed"));
+      await running.result().catch(() => {});
+    }
+    raw.free();
   }
 
   #live(): wasm.Model {
-    if (this.#raw === undefined) throw new FuselmError("invalid-argument", "this model was freed");
+    if (this.#raw === undefined) throw disposedError();
     return this.#raw;
   }
 }
 
-export async function readSource(source: ModelSource): Promise<Uint8Array> {
-  if (source instanceof Uint8Array) return source;
-  if (source instanceof ArrayBuffer) return new Uint8Array(source);
-  let response: Response;
-  if (typeof Response !== "undefined" && source instanceof Response) {
-    response = source;
-  } else {
-    try {
-      response = await fetch(source as string | URL);
-    } catch (e) {
-      throw new FuselmError("invalid-argument", `could not fetch the model from ${String(source)}: ${String(e)}`, { cause: e });
-    }
-  }
-  if (!response.ok) {
-    const where = response.url || String(source);
-    throw new FuselmError("invalid-argument", `could not fetch the model from ${where}: HTTP ${response.status} ${response.statusText}`.trimEnd());
-  }
-  return new Uint8Array(await response.arrayBuffer());
+function disposedError(): FuselmError {
+  return new FuselmError("invalid-argument", "this model was disposed");
 }
+
+/**
+ * Loads a GGUF model (llama family: Llama, SmolLM2, …) onto the user's GPU, streaming it: the
+ * bytes go to the GPU as they arrive and the file is never held whole in memory. The header is
+ * checked first, so a model the adapter cannot hold is refused (kind "limit-exceeded", with the
+ * limit, needed and available) before its weights are downloaded. Other rejections:
+ * "invalid-model" (not a supported GGUF), "unsupported-quant", "network", "aborted",
+ * "webgpu-unavailable", "no-adapter".
+ */
+export async function loadModel(source: ModelSource, options: LoadModelOptions = {}): Promise<Model> {
+  const raw = await loadRaw(source, options);
+  return new LocalModel(raw, options.strategy);
+}
+
+export type { ChatMessage };

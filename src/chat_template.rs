@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// One chat turn.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct ChatMessage {
     /// "system", "user" or "assistant" (templates may accept others).
     pub role: String,

@@ -53,6 +53,15 @@ pub enum FuselmError {
     /// The model is already generating; one generation runs at a time per model.
     #[error("busy: {0}")]
     Busy(String),
+
+    /// The model stores weights in a quantization type fuselm has no GPU kernel for.
+    #[error("unsupported quantization: {0}")]
+    UnsupportedQuant(String),
+
+    /// The GPU device was lost (driver reset, `device.destroy()`, tab in background too long):
+    /// this model is unusable; load it again.
+    #[error("the GPU device was lost: {0}")]
+    DeviceLost(String),
 }
 
 /// The stable, machine-readable category of a [`FuselmError`]; in TypeScript, `FuselmError.kind`.
@@ -71,6 +80,10 @@ pub enum ErrorKind {
     Aborted,
     InvalidArgument,
     Busy,
+    UnsupportedQuant,
+    DeviceLost,
+    /// Fetching the model failed (raised by the TypeScript loader; listed here so the kind is one type).
+    Network,
 }
 
 impl ErrorKind {
@@ -87,6 +100,9 @@ impl ErrorKind {
             ErrorKind::Aborted => "aborted",
             ErrorKind::InvalidArgument => "invalid-argument",
             ErrorKind::Busy => "busy",
+            ErrorKind::UnsupportedQuant => "unsupported-quant",
+            ErrorKind::DeviceLost => "device-lost",
+            ErrorKind::Network => "network",
         }
     }
 }
@@ -105,6 +121,8 @@ impl FuselmError {
             FuselmError::Aborted => ErrorKind::Aborted,
             FuselmError::InvalidArgument(_) => ErrorKind::InvalidArgument,
             FuselmError::Busy(_) => ErrorKind::Busy,
+            FuselmError::UnsupportedQuant(_) => ErrorKind::UnsupportedQuant,
+            FuselmError::DeviceLost(_) => ErrorKind::DeviceLost,
         }
     }
 }
@@ -130,6 +148,9 @@ mod tests {
             ErrorKind::Aborted,
             ErrorKind::InvalidArgument,
             ErrorKind::Busy,
+            ErrorKind::UnsupportedQuant,
+            ErrorKind::DeviceLost,
+            ErrorKind::Network,
         ] {
             let json = serde_json::to_string(&kind).unwrap_or_default();
             assert_eq!(json, format!("\"{}\"", kind.as_str()));

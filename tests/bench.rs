@@ -145,6 +145,7 @@ async fn fused_limits_are_typed_errors_and_unfused_still_runs() {
         strategy: Strategy::Fused,
         sampler: greedy,
         chunk_tokens: 8,
+        reuse_prefix: false,
     };
     let e = model
         .generate(&request, &mut |_| true)

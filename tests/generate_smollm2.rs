@@ -102,6 +102,7 @@ async fn greedy(gpu: &mut GpuModel, strategy: Strategy, prompt: &[u32]) -> Vec<u
         strategy,
         sampler: SamplingOptions::default().resolve(&[0, 2]).unwrap(),
         chunk_tokens: 16,
+        reuse_prefix: false,
     };
     let out = gpu.generate(&request, &mut |_| true).await.unwrap();
     assert_eq!(

@@ -141,6 +141,7 @@ async fn gpu_forward_matches_cpu_reference() {
                 strategy,
                 sampler: greedy,
                 chunk_tokens: chunk,
+                reuse_prefix: false,
             };
             let r#gen = gpu
                 .generate(&request, &mut |_| true)
@@ -174,6 +175,7 @@ async fn gpu_forward_matches_cpu_reference() {
                 strategy,
                 sampler: seeded,
                 chunk_tokens: chunk,
+                reuse_prefix: false,
             };
             let r#gen = gpu
                 .generate(&request, &mut |_| true)
@@ -306,6 +308,7 @@ async fn fused_decode_crosses_attention_chunks() {
             strategy,
             sampler: greedy,
             chunk_tokens: chunk,
+            reuse_prefix: false,
         };
         let r#gen = gpu
             .generate(&request, &mut |_| true)

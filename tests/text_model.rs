@@ -1,21 +1,29 @@
 //! `TextModel` on the synthetic Llama (byte vocabulary, ChatML template), natively and in the
 //! browser: prompt encoding with and without the chat template, stop reasons, the streamed text
-//! against a plain decode of the ids, and the KV-capacity error leaving the model usable.
+//! against a plain decode of the ids, the KV-capacity error leaving the model usable, stop
+//! sequences, conversations with KV-prefix reuse, and the streaming loader.
 
 mod common;
 
+use fuselm::chat_template::ChatMessage;
 use fuselm::error::{ErrorKind, FuselmError};
 use fuselm::gpu::GpuContext;
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
-use fuselm::model::{GenerateOptions, GenerateResult, LoadOptions, StopReason, TextModel};
+use fuselm::model::{
+    GenerateOptions, GenerateResult, LoadOptions, ModelLoader, Prompt, StopReason, TextModel,
+};
 
 const N_CTX: u32 = 48;
 
 async fn load() -> TextModel {
+    load_with(N_CTX).await
+}
+
+async fn load_with(n_ctx: u32) -> TextModel {
     let bytes = synthetic_llama(&SyntheticSpec::default());
     let ctx = GpuContext::new().await.expect("gpu");
     let options = LoadOptions {
-        n_ctx: Some(N_CTX),
+        n_ctx: Some(n_ctx),
         max_batch: Some(16),
         kv_f16: None,
     };
@@ -30,19 +38,31 @@ async fn generate(
     prompt: &str,
     options: &GenerateOptions,
 ) -> GenerateResult {
+    generate_from(model, Prompt::Text(prompt), options).await
+}
+
+async fn generate_from(
+    model: &mut TextModel,
+    prompt: Prompt<'_>,
+    options: &GenerateOptions,
+) -> GenerateResult {
     let mut streamed = String::new();
+    let mut ids = Vec::new();
     let result = model
-        .generate(prompt, options, &mut |piece| {
+        .generate(prompt, options, &mut |piece, id| {
             streamed.push_str(piece);
+            ids.extend(id);
             true
         })
         .await
         .expect("generate");
+    assert_eq!(ids, result.tokens, "every generated id is reported once");
     let max = options.max_tokens.expect("tests pass maxTokens") as usize;
     match result.stop_reason {
         StopReason::Length => assert_eq!(result.tokens.len(), max),
         StopReason::EndOfGeneration => assert!(result.tokens.len() < max),
         StopReason::Aborted => panic!("nothing aborted this generation"),
+        StopReason::StopSequence => {}
     }
     assert!(
         result
@@ -55,11 +75,20 @@ async fn generate(
         result.text, streamed,
         "the result text is what was streamed"
     );
-    assert_eq!(
-        result.text,
-        model.tokenizer().decode_lossy(&result.tokens, false),
-        "text = decode(tokens)"
-    );
+    let decoded = model.tokenizer().decode_lossy(&result.tokens, false);
+    if result.stop_reason == StopReason::StopSequence {
+        let stops = options.stop.as_deref().unwrap_or_default();
+        let rest = decoded
+            .strip_prefix(&result.text)
+            .expect("text is a prefix of decode(tokens)");
+        assert!(
+            stops.iter().any(|s| rest.starts_with(s.as_str())),
+            "a stop sequence follows the text: {rest:?}"
+        );
+        assert!(stops.iter().all(|s| !result.text.contains(s.as_str())));
+    } else {
+        assert_eq!(result.text, decoded, "text = decode(tokens)");
+    }
     result
 }
 
@@ -115,7 +144,7 @@ async fn text_model_on_synthetic_llama() {
         ..Default::default()
     };
     let err = model
-        .generate("Hello", &too_long, &mut |_| true)
+        .generate(Prompt::Text("Hello"), &too_long, &mut |_, _| true)
         .await
         .expect_err("prompt + maxTokens > nCtx must fail");
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
@@ -146,4 +175,192 @@ async fn text_model_on_synthetic_llama() {
 gpu_test!(
     text_model_generates_on_synthetic_llama,
     text_model_on_synthetic_llama
+);
+
+/// Stop sequences end the generation and are never part of the text, even when they span
+/// several tokens (the synthetic vocabulary has one token per byte, so every stop of two or more
+/// characters spans tokens).
+async fn stop_sequences_on_synthetic_llama() {
+    let mut model = load().await;
+    let plain = GenerateOptions {
+        max_tokens: Some(24),
+        ..Default::default()
+    };
+    let free = generate(&mut model, "Hello", &plain).await;
+    let text = free.text.clone();
+    // A stop taken from the middle of the free-running text: 3 characters at a char boundary.
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    assert!(
+        chars.len() >= 8,
+        "the synthetic model writes text: {text:?}"
+    );
+    let (from, _) = chars[4];
+    let to = chars.get(7).map_or(text.len(), |&(i, _)| i);
+    let stop = text[from..to].to_string();
+    let first = text.find(&stop).expect("stop occurs");
+    let stopped = generate(
+        &mut model,
+        "Hello",
+        &GenerateOptions {
+            stop: Some(vec!["never appears \u{1}".into(), stop.clone()]),
+            ..plain.clone()
+        },
+    )
+    .await;
+    assert_eq!(stopped.stop_reason, StopReason::StopSequence);
+    assert_eq!(stopped.text, text[..first], "the text up to the stop");
+    assert!(stopped.tokens.len() < free.tokens.len());
+    assert_eq!(stopped.tokens[..], free.tokens[..stopped.tokens.len()]);
+    // A stop that never occurs changes nothing.
+    let unchanged = generate(
+        &mut model,
+        "Hello",
+        &GenerateOptions {
+            stop: Some(vec!["\u{2}\u{3}".into()]),
+            ..plain.clone()
+        },
+    )
+    .await;
+    assert_eq!((unchanged.text, unchanged.tokens), (free.text, free.tokens));
+}
+gpu_test!(
+    stop_sequences_end_generation_unseen,
+    stop_sequences_on_synthetic_llama
+);
+
+/// A conversation: each turn is rendered with the template, and with `reuse_prefix` only the new
+/// part of the prompt is prefilled; the answer is the same as from a fresh context.
+async fn conversation_reuses_the_kv_prefix() {
+    let mut model = load_with(160).await;
+    let turn = |reuse: bool| GenerateOptions {
+        max_tokens: Some(6),
+        reuse_prefix: Some(reuse),
+        ..Default::default()
+    };
+    let mut messages = vec![ChatMessage::new("user", "Hi")];
+    let first = generate_from(&mut model, Prompt::Messages(&messages), &turn(true)).await;
+    assert_eq!(
+        first.reused_prompt_tokens, 0,
+        "nothing cached before the first turn"
+    );
+    messages.push(ChatMessage::new("assistant", first.text.as_str()));
+    messages.push(ChatMessage::new("user", "Go on"));
+    let second = generate_from(&mut model, Prompt::Messages(&messages), &turn(true)).await;
+    // The second prompt starts with the first prompt: at least that much is reused.
+    assert!(
+        second.reused_prompt_tokens as usize >= first.prompt_tokens.len(),
+        "reused {} of {} (first prompt {})",
+        second.reused_prompt_tokens,
+        second.prompt_tokens.len(),
+        first.prompt_tokens.len()
+    );
+    assert!((second.reused_prompt_tokens as usize) < second.prompt_tokens.len());
+    let fresh = generate_from(&mut model, Prompt::Messages(&messages), &turn(false)).await;
+    assert_eq!(fresh.reused_prompt_tokens, 0);
+    assert_eq!(fresh.prompt_tokens, second.prompt_tokens);
+    assert_eq!(
+        fresh.tokens, second.tokens,
+        "reuse gives the fresh context's answer"
+    );
+    // The same prompt again reuses all of it but the last token (whose logits are needed).
+    let again = generate_from(&mut model, Prompt::Messages(&messages), &turn(true)).await;
+    assert_eq!(
+        again.reused_prompt_tokens as usize,
+        again.prompt_tokens.len() - 1
+    );
+    assert_eq!(again.tokens, fresh.tokens);
+    // A different conversation shares only the template's opening.
+    let other = [ChatMessage::new("user", "Bye")];
+    let other = generate_from(&mut model, Prompt::Messages(&other), &turn(true)).await;
+    // "<|im_start|>user\n": 6 tokens.
+    assert_eq!(other.reused_prompt_tokens, 6);
+    // An empty conversation is a typed error.
+    let err = model
+        .generate(Prompt::Messages(&[]), &turn(true), &mut |_, _| true)
+        .await
+        .expect_err("empty conversation");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+gpu_test!(
+    conversation_reuses_kv_prefix,
+    conversation_reuses_the_kv_prefix
+);
+
+/// The streaming loader: the file pushed in small pieces loads the same model as the whole file
+/// (same ids); a truncated stream, garbage, and a model over the adapter's limits fail with typed
+/// errors — the last one as soon as the header is in, before any weight arrives.
+async fn streaming_loader_matches_whole_file() {
+    let bytes = synthetic_llama(&SyntheticSpec::default());
+    let options = LoadOptions {
+        n_ctx: Some(N_CTX),
+        max_batch: Some(16),
+        kv_f16: None,
+    };
+    let plain = GenerateOptions {
+        max_tokens: Some(10),
+        ..Default::default()
+    };
+    let mut whole = load().await;
+    let expected = generate(&mut whole, "Hello", &plain).await;
+    drop(whole);
+
+    let ctx = GpuContext::new().await.expect("gpu");
+    let mut loader = ModelLoader::new(ctx, options.clone());
+    for piece in bytes.chunks(997) {
+        loader.push(piece).expect("push");
+    }
+    let status = loader.status().clone();
+    assert!(status.header_ready);
+    assert_eq!(status.bytes_received, bytes.len() as u64);
+    assert_eq!(status.file_bytes, Some(bytes.len() as u64));
+    assert_eq!(status.tensors_uploaded, status.tensors_total);
+    assert_eq!(
+        status.tensors_total,
+        3 * 9 + 2,
+        "3 layers, embedding, output norm (tied head)"
+    );
+    let mut streamed = loader.finish().await.expect("streamed load");
+    let got = generate(&mut streamed, "Hello", &plain).await;
+    assert_eq!(got.tokens, expected.tokens);
+    drop(streamed);
+
+    // Truncated: the end of the stream is missing.
+    let ctx = GpuContext::new().await.expect("gpu");
+    let mut loader = ModelLoader::new(ctx, options.clone());
+    loader.push(&bytes[..bytes.len() - 100]).expect("push");
+    let err = loader.finish().await.err().expect("truncated");
+    assert_eq!(err.kind(), ErrorKind::InvalidModel, "{err}");
+
+    // Not a GGUF at all.
+    let ctx = GpuContext::new().await.expect("gpu");
+    let mut loader = ModelLoader::new(ctx, options.clone());
+    let err = loader
+        .push(b"this is not a model file")
+        .expect_err("garbage");
+    assert_eq!(err.kind(), ErrorKind::InvalidModel, "{err}");
+    assert!(loader.push(&bytes).is_err(), "a failed load stays failed");
+
+    // Over the adapter's limits: a KV cache of 2^31 positions. Refused with the header only.
+    let ctx = GpuContext::new().await.expect("gpu");
+    let huge = LoadOptions {
+        n_ctx: Some(1 << 31),
+        ..options.clone()
+    };
+    let mut loader = ModelLoader::new(ctx, huge);
+    let header_end = 32 * 1024;
+    let err = bytes[..header_end]
+        .chunks(4096)
+        .find_map(|piece| loader.push(piece).err())
+        .expect("refused before the weights");
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{err}");
+    match err {
+        FuselmError::LimitExceeded {
+            needed, available, ..
+        } => assert!(needed > available),
+        other => panic!("{other}"),
+    }
+}
+gpu_test!(
+    streaming_loader_loads_pieces,
+    streaming_loader_matches_whole_file
 );

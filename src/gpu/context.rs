@@ -6,6 +6,7 @@
 //! requested only when the adapter has them; kernels pick their variant at run time.
 
 use crate::error::{FuselmError, Result};
+use std::sync::{Arc, Mutex};
 
 /// Features we use when present; none is required.
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
@@ -55,6 +56,8 @@ pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
+    /// Set by the device-lost callback: why the device was lost.
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
@@ -79,12 +82,34 @@ impl GpuContext {
                     reason: e.to_string(),
                 })?;
         let info = adapter.get_info();
+        let lost = Arc::new(Mutex::new(None));
+        let flag = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut slot) = flag.lock() {
+                *slot = Some(format!("{reason:?}: {message}"));
+            }
+        });
         Ok(Self {
             adapter,
             device,
             queue,
             info,
+            lost,
         })
+    }
+
+    /// Why the device was lost, if it was (then every GPU operation fails: load the model again).
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    /// `err` as [`FuselmError::DeviceLost`] when the device is gone (a failed map or validation
+    /// error is then only a symptom), else unchanged.
+    pub fn explain(&self, err: FuselmError) -> FuselmError {
+        match self.lost() {
+            Some(why) if !matches!(err, FuselmError::DeviceLost(_)) => FuselmError::DeviceLost(why),
+            _ => err,
+        }
     }
 
     pub fn has(&self, feature: wgpu::Features) -> bool {

@@ -60,8 +60,8 @@ impl WeightFormat {
             GgmlType::Q4_0 => WeightFormat::Q4_0,
             GgmlType::Q4_1 => WeightFormat::Q4_1,
             other => {
-                return Err(FuselmError::InvalidArgument(format!(
-                    "no GPU kernel for weights of type {other}"
+                return Err(FuselmError::UnsupportedQuant(format!(
+                    "no GPU kernel for weights of type {other} (GPU formats: F32, F16, Q8_0, Q4_0, Q4_1)"
                 )))
             }
         })

@@ -139,6 +139,7 @@ async fn measure(
         strategy,
         sampler: SamplingOptions::default().resolve(&[])?,
         chunk_tokens: chunk,
+        reuse_prefix: false,
     };
     model.generate(&request, &mut |_| true).await?; // warm-up
     let (mut decode, mut prefill, mut ttft) = (Vec::new(), Vec::new(), Vec::new());

@@ -66,6 +66,14 @@ impl SamplerBuffers {
             ),
         }
     }
+
+    /// Bytes of these buffers.
+    pub fn bytes(&self) -> u64 {
+        [&self.params, &self.counts, &self.best, &self.cand]
+            .into_iter()
+            .map(|b| b.size())
+            .sum()
+    }
 }
 
 /// The geometry of `config` for the fused kernels.

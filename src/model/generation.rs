@@ -68,6 +68,10 @@ pub struct GenerationRequest<'a> {
     pub sampler: SamplerParams,
     /// Fused: decode steps per compute pass (the host sees tokens at these boundaries).
     pub chunk_tokens: u32,
+    /// Keep the KV-cache rows of the longest prefix this prompt shares with what the previous
+    /// generation left in the cache, and prefill only the rest (multi-turn chat). Off: a fresh
+    /// context, every prompt token prefilled.
+    pub reuse_prefix: bool,
 }
 
 /// Default decode steps per fused chunk.
@@ -92,6 +96,8 @@ pub struct TokenGeneration {
     pub submits: u64,
     /// Decode steps the GPU ran (fused: recorded steps, including no-ops after a stop).
     pub decode_steps: u64,
+    /// Prompt tokens whose KV rows were kept from the previous generation (`reuse_prefix`).
+    pub reused_prompt_tokens: u32,
 }
 
 fn stop_hit(p: &SamplerParams, id: u32) -> bool {
@@ -135,6 +141,7 @@ impl Progress {
                 dispatches: 0,
                 submits: 0,
                 decode_steps: 0,
+                reused_prompt_tokens: 0,
             },
             start,
             decode_start: start,
@@ -190,10 +197,31 @@ impl GpuModel {
         if req.max_tokens == 0 {
             return Ok(Progress::new().finish());
         }
-        match req.strategy {
-            Strategy::Fused => self.generate_fused(req, on_token).await,
-            Strategy::Unfused => self.generate_unfused(req, on_token).await,
-        }
+        // The last prompt token is always run: its logits choose the first new token.
+        let reuse = if req.reuse_prefix {
+            let shared = self
+                .kv_valid
+                .iter()
+                .zip(req.prompt)
+                .take_while(|(a, b)| a == b)
+                .count();
+            shared.min(req.prompt.len() - 1) as u32
+        } else {
+            0
+        };
+        // Until this generation ends well, the cache holds nothing reusable.
+        self.kv_valid.clear();
+        let mut out = match req.strategy {
+            Strategy::Fused => self.generate_fused(req, reuse, on_token).await?,
+            Strategy::Unfused => self.generate_unfused(req, reuse, on_token).await?,
+        };
+        out.reused_prompt_tokens = reuse;
+        // Rows written for sure: the prompt's, and every accepted token's but the last (its row
+        // is written by the step after it, which ran only if the generation went on).
+        self.kv_valid.extend_from_slice(req.prompt);
+        let kept = out.tokens.len().saturating_sub(1);
+        self.kv_valid.extend_from_slice(&out.tokens[..kept]);
+        Ok(out)
     }
 
     /// Whether the fused strategy can run this model (else the typed reason).
@@ -235,6 +263,7 @@ impl GpuModel {
     async fn generate_fused(
         &mut self,
         req: &GenerationRequest<'_>,
+        reuse: u32,
         on_token: &mut dyn FnMut(u32) -> bool,
     ) -> Result<TokenGeneration> {
         let fused = self.fused.as_ref().map_err(replay)?;
@@ -243,8 +272,8 @@ impl GpuModel {
         let n = req.prompt.len() as u32;
         let mut prog = Progress::new();
         self.write_sampler(p, req.prompt);
-        let last = self.prefill_all_but_last(req.prompt)?;
-        prog.out.submits += u64::from(last.div_ceil(self.acts.max_batch.max(1)));
+        let last = self.prefill_all_but_last(req.prompt, reuse)?;
+        prog.out.submits += u64::from((last - reuse).div_ceil(self.acts.max_batch.max(1)));
         prog.out.dispatches += u64::from(self.prefill.dispatches()) * prog.out.submits;
         let ctx = &self.ctx;
         let mut pending: VecDeque<(StagedRead, u32)> = VecDeque::new();
@@ -311,14 +340,15 @@ impl GpuModel {
     async fn generate_unfused(
         &mut self,
         req: &GenerationRequest<'_>,
+        reuse: u32,
         on_token: &mut dyn FnMut(u32) -> bool,
     ) -> Result<TokenGeneration> {
         let p = &req.sampler;
         let n = req.prompt.len() as u32;
         let mut prog = Progress::new();
         let mut sequence = req.prompt.to_vec();
-        let last = self.prefill_all_but_last(req.prompt)?;
-        prog.out.submits += u64::from(last.div_ceil(self.acts.max_batch.max(1)));
+        let last = self.prefill_all_but_last(req.prompt, reuse)?;
+        prog.out.submits += u64::from((last - reuse).div_ceil(self.acts.max_batch.max(1)));
         prog.out.dispatches += u64::from(self.prefill.dispatches()) * prog.out.submits;
         let vocab_bytes = u64::from(self.config.vocab_size) * 4;
         for i in 0..req.max_tokens {

@@ -46,6 +46,8 @@ pub enum StopReason {
     EndOfGeneration,
     /// `maxTokens` were generated.
     Length,
+    /// The text reached one of the `stop` sequences (not included in the output).
+    StopSequence,
     /// The caller stopped it.
     Aborted,
 }
@@ -66,6 +68,128 @@ pub struct GpuModel {
     pub(super) sampler: SamplerBuffers,
     /// The fused decode step with its head and GPU sampler, or why this model cannot use it.
     pub(super) fused: std::result::Result<Fused, FuselmError>,
+    /// The tokens whose KV-cache rows `0..len` are valid: what the last generation left behind,
+    /// so the next one can skip the prefill of a shared prefix (`reuse_prefix`).
+    pub(super) kv_valid: Vec<u32>,
+}
+
+/// GPU memory a loaded model holds, in bytes.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct MemoryUse {
+    /// Weight matrices and norms, in their GPU layout.
+    pub weights: u64,
+    /// Keys and values of `nCtx` positions for every layer.
+    pub kv_cache: u64,
+    /// Activations, logits and the sampler's buffers.
+    pub activations: u64,
+    pub total: u64,
+}
+
+/// How many weight matrices use one ggml type, and their bytes on the GPU.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct QuantUse {
+    /// ggml's name: "Q4_1", "Q8_0", "F16", …
+    pub ggml_type: String,
+    pub matrices: u32,
+    pub bytes: u64,
+}
+
+/// KV capacity, prefill batch and KV format of a load.
+pub(crate) fn sizes(config: &ModelConfig, options: &LoadOptions) -> (u32, u32, KvFormat) {
+    let n_ctx = options
+        .n_ctx
+        .unwrap_or(config.context_length.min(DEFAULT_N_CTX))
+        .max(1);
+    let max_batch = options
+        .max_batch
+        .unwrap_or(DEFAULT_MAX_BATCH)
+        .clamp(1, n_ctx);
+    let kv = if options.kv_f16.unwrap_or(false) {
+        KvFormat::F16
+    } else {
+        KvFormat::F32
+    };
+    (n_ctx, max_batch, kv)
+}
+
+/// Refuses a model that cannot fit the adapter before anything is uploaded (the streaming loader
+/// calls it as soon as the header has arrived, before the weights are downloaded): weights with
+/// no GPU kernel, a weight row or an activation/KV buffer over the adapter's binding limit.
+pub(crate) fn check_fit(
+    ctx: &GpuContext,
+    config: &ModelConfig,
+    gguf: &Gguf,
+    options: &LoadOptions,
+) -> Result<()> {
+    ModelWeights::check_supported(config)?;
+    let limits = ctx.device.limits();
+    let cap = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    let over = |needed: u64| -> Result<()> {
+        if needed > cap {
+            return Err(FuselmError::LimitExceeded {
+                limit: "maxStorageBufferBindingSize",
+                needed,
+                available: cap,
+            });
+        }
+        Ok(())
+    };
+    for t in gguf.tensors() {
+        if !super::gpu_weights::is_model_tensor(&t.name, config) {
+            continue;
+        }
+        let ty = t.ggml_type()?;
+        if super::gpu_weights::is_norm(&t.name) {
+            continue;
+        }
+        let format = crate::kernels::WeightFormat::from_ggml(ty)?;
+        over(format.gpu_row_bytes(t.dims.first().copied().unwrap_or(1)))?;
+    }
+    let (n_ctx, max_batch, kv) = sizes(config, options);
+    let kv_dim = u64::from(config.n_head_kv) * u64::from(config.head_dim);
+    over(kv_dim * u64::from(n_ctx) * kv.bytes())?;
+    let widest = u64::from(
+        config
+            .n_ff
+            .max(config.n_embd)
+            .max(config.n_head * config.head_dim),
+    );
+    over(u64::from(max_batch) * widest * 4)?;
+    over(u64::from(config.vocab_size) * 4)?;
+    Ok(())
+}
+
+/// The out-of-memory and validation error scopes around a load; popped into a typed error.
+/// Fields drop in order, so `invalid` (pushed last) is popped first on an early return.
+pub(crate) struct LoadScopes {
+    invalid: wgpu::ErrorScopeGuard,
+    oom: wgpu::ErrorScopeGuard,
+}
+
+impl LoadScopes {
+    pub(crate) fn push(ctx: &GpuContext) -> Self {
+        let oom = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let invalid = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        Self { invalid, oom }
+    }
+
+    pub(crate) async fn pop(self) -> Result<()> {
+        if let Some(e) = self.invalid.pop().await {
+            return Err(FuselmError::Gpu(format!("loading the model: {e}")));
+        }
+        if let Some(e) = self.oom.pop().await {
+            return Err(FuselmError::Gpu(format!(
+                "loading the model: the GPU ran out of memory ({e}); try a smaller nCtx or model"
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl GpuModel {
@@ -82,38 +206,36 @@ impl GpuModel {
         options: &LoadOptions,
     ) -> Result<Self> {
         let config = ModelConfig::from_gguf(gguf)?;
-        let n_ctx = options
-            .n_ctx
-            .unwrap_or(config.context_length.min(DEFAULT_N_CTX))
-            .max(1);
-        let max_batch = options
-            .max_batch
-            .unwrap_or(DEFAULT_MAX_BATCH)
-            .clamp(1, n_ctx);
-        let kv = if options.kv_f16.unwrap_or(false) {
-            KvFormat::F16
-        } else {
-            KvFormat::F32
-        };
+        check_fit(&ctx, &config, gguf, options)?;
         // Out-of-memory and validation errors while uploading and binding become a typed error
         // (natively wgpu would otherwise panic; browsers would only log them).
-        let oom = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let invalid = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let scopes = LoadScopes::push(&ctx);
         let weights = ModelWeights::upload(&ctx, gguf, file, &config)?;
-        let kernels = Kernels::new(&ctx, &weights, kv).await?;
-        let acts = Activations::new(&ctx, &config, n_ctx, max_batch, kv, false)?;
-        let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
-        let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
-        let sampler = SamplerBuffers::new(&ctx, &weights, config.vocab_size);
-        let fused = Fused::bind(&ctx, &config, &weights, &acts, &sampler, kv).await;
-        if let Some(e) = invalid.pop().await {
-            return Err(FuselmError::Gpu(format!("loading the model: {e}")));
+        Self::from_weights(ctx, config, weights, options, scopes).await
+    }
+
+    /// The rest of a load once every weight is on the GPU: kernels, buffers and bindings. The
+    /// error scopes pushed before the upload are popped here.
+    pub(crate) async fn from_weights(
+        ctx: GpuContext,
+        config: ModelConfig,
+        weights: ModelWeights,
+        options: &LoadOptions,
+        scopes: LoadScopes,
+    ) -> Result<Self> {
+        let (n_ctx, max_batch, kv) = sizes(&config, options);
+        let built = async {
+            let kernels = Kernels::new(&ctx, &weights, kv).await?;
+            let acts = Activations::new(&ctx, &config, n_ctx, max_batch, kv, false)?;
+            let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
+            let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
+            let sampler = SamplerBuffers::new(&ctx, &weights, config.vocab_size);
+            let fused = Fused::bind(&ctx, &config, &weights, &acts, &sampler, kv).await;
+            Ok::<_, FuselmError>((kernels, acts, prefill, decode, sampler, fused))
         }
-        if let Some(e) = oom.pop().await {
-            return Err(FuselmError::Gpu(format!(
-                "loading the model: the GPU ran out of memory ({e}); try a smaller nCtx or model"
-            )));
-        }
+        .await;
+        scopes.pop().await?;
+        let (kernels, acts, prefill, decode, sampler, fused) = built?;
         Ok(Self {
             ctx,
             config,
@@ -126,7 +248,50 @@ impl GpuModel {
             all_logits: None,
             sampler,
             fused,
+            kv_valid: Vec::new(),
         })
+    }
+
+    /// The weight matrices' formats: how many matrices and GPU bytes each format has.
+    pub fn quant_types(&self) -> Vec<QuantUse> {
+        let mut out: Vec<QuantUse> = Vec::new();
+        for w in self.weights.matrices() {
+            let name = w.format.ggml().name();
+            match out.iter_mut().find(|q| q.ggml_type == name) {
+                Some(q) => {
+                    q.matrices += 1;
+                    q.bytes += w.gpu_bytes();
+                }
+                None => out.push(QuantUse {
+                    ggml_type: name.to_string(),
+                    matrices: 1,
+                    bytes: w.gpu_bytes(),
+                }),
+            }
+        }
+        out
+    }
+
+    /// GPU memory this model holds, by purpose.
+    pub fn memory(&self) -> MemoryUse {
+        let a = &self.acts;
+        let kv_cache: u64 = a.k_cache.iter().chain(&a.v_cache).map(|b| b.size()).sum();
+        let mut activations: u64 = [
+            &a.state, &a.tokens, &a.x, &a.xn, &a.q, &a.k, &a.v, &a.att, &a.o, &a.gate, &a.up,
+            &a.hidden, &a.x_last, &a.logits,
+        ]
+        .into_iter()
+        .map(|b| b.size())
+        .sum();
+        activations += a.logits_all.as_ref().map_or(0, |b| b.size());
+        activations += self.sampler.bytes();
+        let weights = self.weights.gpu_bytes();
+        MemoryUse {
+            weights,
+            kv_cache,
+            activations,
+            total: weights + kv_cache + activations,
+        }
     }
 
     /// Bytes of one KV-cache value (4 for f32, 2 for f16).
@@ -204,14 +369,15 @@ impl GpuModel {
         Ok(())
     }
 
-    /// Writes the prompt and runs every prefill batch but the last; returns the last batch's
-    /// start, whose state is written and which the caller records with a head.
-    pub(super) fn prefill_all_but_last(&self, prompt: &[u32]) -> Result<u32> {
+    /// Writes the prompt and runs every prefill batch but the last, from position `start` (the
+    /// rows before it are already in the KV cache); returns the last batch's start, whose state
+    /// is written and which the caller records with a head.
+    pub(super) fn prefill_all_but_last(&self, prompt: &[u32], start: u32) -> Result<u32> {
         self.ctx
             .queue
             .write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(prompt));
         let n = prompt.len() as u32;
-        let mut pos = 0;
+        let mut pos = start;
         while n - pos > self.acts.max_batch {
             let batch = self.acts.max_batch;
             self.write_state(pos, batch);
@@ -225,7 +391,8 @@ impl GpuModel {
     /// The logits that follow `tokens` (a fresh context): `[vocab]`.
     pub async fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         self.check_tokens(tokens, 0)?;
-        let last = self.prefill_all_but_last(tokens)?;
+        self.kv_valid.clear();
+        let last = self.prefill_all_but_last(tokens, 0)?;
         self.submit(|pass| self.prefill.record(pass, tokens.len() as u32 - last))?;
         let bytes = read_buffer(
             &self.ctx.device,
@@ -249,6 +416,7 @@ impl GpuModel {
                 self.acts.max_batch
             )));
         }
+        self.kv_valid.clear();
         if self.all_logits.is_none() {
             let acts = Activations::new(
                 &self.ctx,

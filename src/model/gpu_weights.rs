@@ -1,7 +1,7 @@
 //! Uploading a GGUF model's tensors to the GPU, quantized as they are in the file.
 
 use crate::error::{FuselmError, Result};
-use crate::gguf::{dequantize_tensor, Gguf, GgufError, ModelConfig};
+use crate::gguf::{dequantize_tensor, Gguf, GgufError, ModelConfig, TensorInfo};
 use crate::gpu::GpuContext;
 use crate::kernels::GpuWeight;
 use wgpu::util::DeviceExt;
@@ -28,14 +28,59 @@ pub struct ModelWeights {
     pub output: Option<GpuWeight>,
 }
 
-fn tensor<'a>(g: &'a Gguf, name: &str) -> Result<&'a crate::gguf::TensorInfo> {
-    g.tensor(name)
-        .ok_or_else(|| GgufError::MissingTensor { name: name.into() }.into())
+/// A tensor on the GPU as the loader uploads it: norms as f32 vectors, everything else as
+/// matrices in their ggml format.
+pub enum UploadedTensor {
+    Matrix(GpuWeight),
+    Vector(wgpu::Buffer),
 }
 
-/// A 2-D weight `[k, n]` uploaded in its ggml format (split by rows if a binding demands it).
-fn matrix(ctx: &GpuContext, g: &Gguf, file: &[u8], name: &str) -> Result<GpuWeight> {
-    let t = tensor(g, name)?;
+/// Whether `name` is a norm weight (uploaded as an f32 vector).
+pub fn is_norm(name: &str) -> bool {
+    name.ends_with("norm.weight")
+}
+
+/// Whether the forward pass of `config` uses the tensor `name` (others are skipped on load).
+pub fn is_model_tensor(name: &str, config: &ModelConfig) -> bool {
+    const LAYER: [&str; 9] = [
+        "attn_norm.weight",
+        "attn_q.weight",
+        "attn_k.weight",
+        "attn_v.weight",
+        "attn_output.weight",
+        "ffn_norm.weight",
+        "ffn_gate.weight",
+        "ffn_up.weight",
+        "ffn_down.weight",
+    ];
+    if matches!(
+        name,
+        "token_embd.weight" | "output_norm.weight" | "output.weight"
+    ) {
+        return true;
+    }
+    let Some(rest) = name.strip_prefix("blk.") else {
+        return false;
+    };
+    let Some((layer, role)) = rest.split_once('.') else {
+        return false;
+    };
+    layer.parse::<u32>().is_ok_and(|i| i < config.n_layers) && LAYER.contains(&role)
+}
+
+/// Uploads one tensor (`data`: its bytes as in the file).
+pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<UploadedTensor> {
+    let name = t.name.as_str();
+    if is_norm(name) {
+        let values = dequantize_tensor(t, data)?;
+        return Ok(UploadedTensor::Vector(ctx.device.create_buffer_init(
+            &wgpu::util::BufferInitDescriptor {
+                label: Some(name),
+                contents: bytemuck::cast_slice(&values),
+                usage: wgpu::BufferUsages::STORAGE,
+            },
+        )));
+    }
     let (k, n) = match t.dims.as_slice() {
         [k] => (*k, 1),
         [k, n] => (*k, *n),
@@ -45,57 +90,146 @@ fn matrix(ctx: &GpuContext, g: &Gguf, file: &[u8], name: &str) -> Result<GpuWeig
             )))
         }
     };
-    GpuWeight::upload(ctx, name, t.ggml_type()?, k, n, g.tensor_data(file, t)?)
-}
-
-/// A norm weight as f32 (they are F32 in practice; anything else is dequantized on load).
-fn vector(ctx: &GpuContext, g: &Gguf, file: &[u8], name: &str) -> Result<wgpu::Buffer> {
-    let t = tensor(g, name)?;
-    let values = dequantize_tensor(t, g.tensor_data(file, t)?)?;
-    Ok(ctx
-        .device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(name),
-            contents: bytemuck::cast_slice(&values),
-            usage: wgpu::BufferUsages::STORAGE,
-        }))
+    Ok(UploadedTensor::Matrix(GpuWeight::upload(
+        ctx,
+        name,
+        t.ggml_type()?,
+        k,
+        n,
+        data,
+    )?))
 }
 
 impl ModelWeights {
-    pub fn upload(ctx: &GpuContext, g: &Gguf, file: &[u8], config: &ModelConfig) -> Result<Self> {
+    /// Refuses model features the GPU path does not implement yet.
+    pub fn check_supported(config: &ModelConfig) -> Result<()> {
         if config.qkv_bias || config.attn_output_bias || config.rope_freqs {
             return Err(FuselmError::InvalidArgument(format!(
                 "{}: attention biases and rope frequency factors are not supported on the GPU yet",
                 config.arch
             )));
         }
+        Ok(())
+    }
+
+    /// Uploads every weight of `config` from a whole file.
+    pub fn upload(ctx: &GpuContext, g: &Gguf, file: &[u8], config: &ModelConfig) -> Result<Self> {
+        Self::check_supported(config)?;
+        Self::assemble(config, |name| {
+            let Some(t) = g.tensor(name) else {
+                return Ok(None);
+            };
+            upload_tensor(ctx, t, g.tensor_data(file, t)?).map(Some)
+        })
+    }
+
+    /// Builds the model's weights from uploaded tensors: `take(name)` hands over the tensor
+    /// `name` (`None` if the file has none; only `output.weight` is optional).
+    pub fn assemble(
+        config: &ModelConfig,
+        mut take: impl FnMut(&str) -> Result<Option<UploadedTensor>>,
+    ) -> Result<Self> {
+        let mut get = |name: &str| -> Result<UploadedTensor> {
+            take(name)?.ok_or_else(|| GgufError::MissingTensor { name: name.into() }.into())
+        };
         let mut layers = Vec::with_capacity(config.n_layers as usize);
         for i in 0..config.n_layers {
-            let name = |s: &str| format!("blk.{i}.{s}");
+            let mut m = |s: &str| as_matrix(&format!("blk.{i}.{s}"), &mut get);
+            let (wq, wk, wv, wo) = (
+                m("attn_q.weight")?,
+                m("attn_k.weight")?,
+                m("attn_v.weight")?,
+                m("attn_output.weight")?,
+            );
+            let (w_gate, w_up, w_down) = (
+                m("ffn_gate.weight")?,
+                m("ffn_up.weight")?,
+                m("ffn_down.weight")?,
+            );
             layers.push(LayerWeights {
-                attn_norm: vector(ctx, g, file, &name("attn_norm.weight"))?,
-                wq: matrix(ctx, g, file, &name("attn_q.weight"))?,
-                wk: matrix(ctx, g, file, &name("attn_k.weight"))?,
-                wv: matrix(ctx, g, file, &name("attn_v.weight"))?,
-                wo: matrix(ctx, g, file, &name("attn_output.weight"))?,
-                ffn_norm: vector(ctx, g, file, &name("ffn_norm.weight"))?,
-                w_gate: matrix(ctx, g, file, &name("ffn_gate.weight"))?,
-                w_up: matrix(ctx, g, file, &name("ffn_up.weight"))?,
-                w_down: matrix(ctx, g, file, &name("ffn_down.weight"))?,
+                attn_norm: as_vector(&format!("blk.{i}.attn_norm.weight"), &mut get)?,
+                wq,
+                wk,
+                wv,
+                wo,
+                ffn_norm: as_vector(&format!("blk.{i}.ffn_norm.weight"), &mut get)?,
+                w_gate,
+                w_up,
+                w_down,
             });
         }
+        let tok_embd = as_matrix("token_embd.weight", &mut get)?;
+        let output_norm = as_vector("output_norm.weight", &mut get)?;
+        let output = match take("output.weight")? {
+            Some(UploadedTensor::Matrix(w)) => Some(w),
+            Some(UploadedTensor::Vector(_)) => return Err(not_a("output.weight", "matrix")),
+            None => None,
+        };
         Ok(Self {
-            tok_embd: matrix(ctx, g, file, "token_embd.weight")?,
+            tok_embd,
             layers,
-            output_norm: vector(ctx, g, file, "output_norm.weight")?,
-            output: match g.tensor("output.weight") {
-                Some(_) => Some(matrix(ctx, g, file, "output.weight")?),
-                None => None,
-            },
+            output_norm,
+            output,
         })
     }
 
     pub fn head(&self) -> &GpuWeight {
         self.output.as_ref().unwrap_or(&self.tok_embd)
+    }
+
+    /// Every weight matrix (the norms are f32 vectors and not listed).
+    pub fn matrices(&self) -> Vec<&GpuWeight> {
+        let mut all: Vec<&GpuWeight> = self
+            .layers
+            .iter()
+            .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down])
+            .collect();
+        all.push(&self.tok_embd);
+        all.extend(self.output.as_ref());
+        all
+    }
+
+    /// Bytes of every weight on the GPU.
+    pub fn gpu_bytes(&self) -> u64 {
+        let layers: u64 = self
+            .layers
+            .iter()
+            .map(|l| {
+                [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
+                    .into_iter()
+                    .map(|w| w.gpu_bytes())
+                    .sum::<u64>()
+                    + l.attn_norm.size()
+                    + l.ffn_norm.size()
+            })
+            .sum();
+        layers
+            + self.tok_embd.gpu_bytes()
+            + self.output.as_ref().map_or(0, |w| w.gpu_bytes())
+            + self.output_norm.size()
+    }
+}
+
+fn not_a(name: &str, what: &str) -> FuselmError {
+    FuselmError::InvalidArgument(format!("{name}: expected a {what}"))
+}
+
+fn as_matrix(
+    name: &str,
+    get: &mut impl FnMut(&str) -> Result<UploadedTensor>,
+) -> Result<GpuWeight> {
+    match get(name)? {
+        UploadedTensor::Matrix(w) => Ok(w),
+        UploadedTensor::Vector(_) => Err(not_a(name, "matrix")),
+    }
+}
+
+fn as_vector(
+    name: &str,
+    get: &mut impl FnMut(&str) -> Result<UploadedTensor>,
+) -> Result<wgpu::Buffer> {
+    match get(name)? {
+        UploadedTensor::Vector(b) => Ok(b),
+        UploadedTensor::Matrix(_) => Err(not_a(name, "vector")),
     }
 }

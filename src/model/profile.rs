@@ -59,6 +59,7 @@ impl GpuModel {
             strategy: Strategy::Fused,
             sampler: SamplingOptions::default().resolve(&[])?,
             chunk_tokens: 4,
+            reuse_prefix: false,
         };
         self.generate(&request, &mut |_| true).await?;
         let len = prompt.len() as u32 + 4;

@@ -4,6 +4,7 @@
 
 use super::generation::{GenerationRequest, Strategy, DEFAULT_CHUNK_TOKENS};
 use super::gpu_model::{GpuModel, LoadOptions, StopReason};
+use super::stop_text::StopText;
 use super::vocab::{chat_template_from, tokenizer_from_gguf};
 use crate::chat_template::{ChatMessage, ChatTemplate};
 use crate::error::{FuselmError, Result};
@@ -12,6 +13,7 @@ use crate::gpu::GpuContext;
 use crate::sampling::{SamplingOptions, MAX_STOP_IDS};
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Options of one generation. Every field is optional.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -39,6 +41,16 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub chunk_tokens: Option<u32>,
+    /// Stop sequences: the generation ends when the text contains one; it is not part of the
+    /// output (not even a prefix of it is ever streamed, when split across tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub stop: Option<Vec<String>>,
+    /// Keep the KV cache of the longest prefix shared with the previous generation's prompt and
+    /// output (multi-turn chat: only the new turn is prefilled). Default: false (a fresh context).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub reuse_prefix: Option<bool>,
     /// Sampling settings (temperature, topK, topP, minP, penalties, seed); greedy by default.
     #[serde(flatten)]
     pub sampling: SamplingOptions,
@@ -63,16 +75,29 @@ pub struct GenerateTimings {
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct GenerateResult {
+    /// The generated text (without a stop sequence or end-of-generation token).
     pub text: String,
     pub prompt_tokens: Vec<u32>,
+    /// Generated ids (a stop token is not included; a stop sequence's tokens are).
     pub tokens: Vec<u32>,
     pub stop_reason: StopReason,
+    /// Prompt tokens whose KV cache was kept from the previous generation (`reusePrefix`).
+    pub reused_prompt_tokens: u32,
     pub timings: GenerateTimings,
+}
+
+/// What to generate from: plain text or a conversation rendered with the chat template.
+#[derive(Debug, Clone, Copy)]
+pub enum Prompt<'a> {
+    /// Text, tokenized as is (or as one user message with `GenerateOptions::chat`).
+    Text(&'a str),
+    /// A conversation; the template adds the assistant's turn header.
+    Messages(&'a [ChatMessage]),
 }
 
 pub struct TextModel {
     gpu: GpuModel,
-    tokenizer: Tokenizer,
+    tokenizer: Arc<Tokenizer>,
     template: Option<ChatTemplate>,
 }
 
@@ -82,14 +107,33 @@ impl TextModel {
     /// Parses a whole GGUF file, builds its tokenizer and template, and loads it on `ctx`.
     pub async fn load(ctx: GpuContext, file: &[u8], options: &LoadOptions) -> Result<Self> {
         let gguf = Gguf::parse(file)?;
-        let tokenizer = tokenizer_from_gguf(&gguf)?;
-        let template = chat_template_from(&tokenizer)?;
         let gpu = GpuModel::load_parsed(ctx, &gguf, file, options).await?;
-        Ok(Self {
+        Self::new(&gguf, gpu)
+    }
+
+    /// The text side of a model whose header is `gguf` and whose weights are on the GPU.
+    fn new(gguf: &Gguf, gpu: GpuModel) -> Result<Self> {
+        let (tokenizer, template) = Self::text_parts(gguf)?;
+        Ok(Self::from_parts(gpu, tokenizer, template))
+    }
+
+    /// The tokenizer and chat template of a GGUF header.
+    pub(crate) fn text_parts(gguf: &Gguf) -> Result<(Tokenizer, Option<ChatTemplate>)> {
+        let tokenizer = tokenizer_from_gguf(gguf)?;
+        let template = chat_template_from(&tokenizer)?;
+        Ok((tokenizer, template))
+    }
+
+    pub(crate) fn from_parts(
+        gpu: GpuModel,
+        tokenizer: Tokenizer,
+        template: Option<ChatTemplate>,
+    ) -> Self {
+        Self {
             gpu,
-            tokenizer,
+            tokenizer: Arc::new(tokenizer),
             template,
-        })
+        }
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -100,25 +144,44 @@ impl TextModel {
         &self.tokenizer
     }
 
+    /// A shared handle on the tokenizer (usable while a generation holds the model).
+    pub fn tokenizer_handle(&self) -> Arc<Tokenizer> {
+        Arc::clone(&self.tokenizer)
+    }
+
+    pub fn has_chat_template(&self) -> bool {
+        self.template.is_some()
+    }
+
     pub fn gpu(&mut self) -> &mut GpuModel {
         &mut self.gpu
     }
 
     /// The token ids `prompt` becomes under `options` (chat template applied when asked).
     pub fn encode_prompt(&self, prompt: &str, options: &GenerateOptions) -> Result<Vec<u32>> {
-        let text = if options.chat.unwrap_or(false) {
-            let template = self.template.as_ref().ok_or_else(|| {
-                FuselmError::InvalidArgument("this model has no chat template".into())
-            })?;
-            let mut messages = Vec::new();
-            if let Some(system) = &options.system {
-                messages.push(ChatMessage::new("system", system.as_str()));
-            }
-            messages.push(ChatMessage::new("user", prompt));
-            template.render(&messages, true)?
-        } else {
-            prompt.to_string()
-        };
+        if !options.chat.unwrap_or(false) {
+            return Ok(self.tokenizer.encode(prompt, true, true));
+        }
+        let mut messages = Vec::new();
+        if let Some(system) = &options.system {
+            messages.push(ChatMessage::new("system", system.as_str()));
+        }
+        messages.push(ChatMessage::new("user", prompt));
+        self.encode_messages(&messages)
+    }
+
+    /// The token ids of a conversation rendered with the chat template, ending with the header
+    /// of the assistant's turn.
+    pub fn encode_messages(&self, messages: &[ChatMessage]) -> Result<Vec<u32>> {
+        let template = self.template.as_ref().ok_or_else(|| {
+            FuselmError::InvalidArgument("this model has no chat template".into())
+        })?;
+        if messages.is_empty() {
+            return Err(FuselmError::InvalidArgument(
+                "a conversation needs at least one message".into(),
+            ));
+        }
+        let text = template.render(messages, true)?;
         Ok(self.tokenizer.encode(&text, true, true))
     }
 
@@ -129,15 +192,21 @@ impl TextModel {
         ids
     }
 
-    /// Generation (greedy unless sampling options are set). `on_text` receives each complete piece of text as it is decoded and
-    /// returns false to stop (the result then says `aborted`).
+    /// Generation (greedy unless sampling options are set). `on_token(text, Some(id))` sees
+    /// each generated id with the text released by it (possibly empty: an incomplete UTF-8
+    /// character, or text that could be the start of a stop sequence, is held back) and returns
+    /// false to stop (the result then says `aborted`); a last `on_token(text, None)` hands over
+    /// text held back until the end.
     pub async fn generate(
         &mut self,
-        prompt: &str,
+        prompt: Prompt<'_>,
         options: &GenerateOptions,
-        on_text: &mut dyn FnMut(&str) -> bool,
+        on_token: &mut dyn FnMut(&str, Option<u32>) -> bool,
     ) -> Result<GenerateResult> {
-        let prompt_tokens = self.encode_prompt(prompt, options)?;
+        let prompt_tokens = match prompt {
+            Prompt::Text(text) => self.encode_prompt(text, options)?,
+            Prompt::Messages(messages) => self.encode_messages(messages)?,
+        };
         let max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         let stop_ids = self.stop_ids();
         let request = GenerationRequest {
@@ -146,35 +215,53 @@ impl TextModel {
             strategy: options.strategy.unwrap_or_default(),
             sampler: options.sampling.resolve(&stop_ids)?,
             chunk_tokens: options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS),
+            reuse_prefix: options.reuse_prefix.unwrap_or(false),
         };
         let tokenizer = &self.tokenizer;
         let mut decoder = StreamDecoder::new(false);
+        let mut stops = StopText::new(options.stop.as_deref().unwrap_or_default());
         let mut text = String::new();
-        let generation = self
+        let mut last_id = None;
+        let mut generation = self
             .gpu
-            .generate(&request, &mut |id| match decoder.push(tokenizer, id) {
-                Some(piece) => {
-                    text.push_str(&piece);
-                    on_text(&piece)
-                }
-                None => true,
+            .generate(&request, &mut |id| {
+                last_id = Some(id);
+                let piece = decoder.push(tokenizer, id).unwrap_or_default();
+                let out = stops.push(&piece);
+                text.push_str(&out);
+                on_token(&out, Some(id)) && !stops.hit()
             })
             .await?;
-        let rest = decoder.finish();
-        if !rest.is_empty() && generation.stop_reason != StopReason::Aborted {
-            text.push_str(&rest);
-            on_text(&rest);
+        let mut stop_reason = generation.stop_reason;
+        if stops.hit() {
+            stop_reason = StopReason::StopSequence;
+            // The token that completed the stop sequence was refused by the callback; it was
+            // generated, so it is part of the output ids.
+            generation.tokens.extend(last_id);
+        } else if stop_reason != StopReason::Aborted {
+            // The generation ended: what the decoder and the stop filter held back is final.
+            let rest = decoder.finish();
+            let out = stops.push(&rest);
+            let tail = if stops.hit() {
+                stop_reason = StopReason::StopSequence;
+                out
+            } else {
+                out + &stops.finish()
+            };
+            text.push_str(&tail);
+            if !tail.is_empty() {
+                // The text of ids already reported: no new id comes with it.
+                on_token(&tail, None);
+            }
         }
         let per_second = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+        let prefilled = prompt_tokens.len() - generation.reused_prompt_tokens as usize;
         Ok(GenerateResult {
             text,
             timings: GenerateTimings {
                 prefill_seconds: generation.prefill_seconds,
                 decode_seconds: generation.decode_seconds,
-                prompt_tokens_per_second: per_second(
-                    prompt_tokens.len(),
-                    generation.prefill_seconds,
-                ),
+                prompt_tokens_per_second: per_second(prefilled, generation.prefill_seconds),
                 decode_tokens_per_second: per_second(
                     generation.tokens.len().saturating_sub(1),
                     generation.decode_seconds,
@@ -182,7 +269,8 @@ impl TextModel {
             },
             prompt_tokens,
             tokens: generation.tokens,
-            stop_reason: generation.stop_reason,
+            stop_reason,
+            reused_prompt_tokens: generation.reused_prompt_tokens,
         })
     }
 }

@@ -7,7 +7,7 @@
 
 mod model;
 
-pub use model::{load_model, Model, ModelInfo};
+pub use model::{create_model_loader, load_model, Model, ModelInfo, ModelLoader};
 
 use crate::error::FuselmError;
 use crate::probe::{AdapterReport, ProbeOptions};

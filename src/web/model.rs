@@ -1,22 +1,31 @@
-//! `loadModel` and the `Model` class: a [`TextModel`] owned by JS.
+//! `createModelLoader` / `ModelLoader` (streaming load) and the `Model` class: a [`TextModel`]
+//! owned by JS.
 //!
 //! The model lives in an `Rc<RefCell<…>>`: `generate` clones the `Rc` into the returned promise's
 //! future, so neither the JS object nor a wasm-bindgen borrow of it is held across awaits. That
 //! keeps `free()` safe during a generation (the model is dropped when the generation ends) and
 //! lets the `RefCell` itself be the one-generation-at-a-time lock: a second `generate` finds it
-//! borrowed and rejects with kind "busy" instead of panicking.
+//! borrowed and rejects with kind "busy" instead of panicking. The tokenizer is shared
+//! separately, so `tokenize`/`detokenize` work during a generation.
 
 use super::{from_js, to_js, to_js_error};
+use crate::chat_template::ChatMessage;
 use crate::error::FuselmError;
 use crate::gpu::GpuContext;
-use crate::model::{GenerateOptions, GenerateResult, LoadOptions, TextModel};
+use crate::model::{
+    GenerateOptions, GenerateResult, LoadOptions, LoadStatus, MemoryUse, Prompt, QuantUse,
+    Strategy, TextModel,
+};
+use crate::tokenizer::Tokenizer;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 use tsify::Ts;
 use wasm_bindgen::prelude::*;
 
-/// What a loaded model is: its hyper-parameters and the KV-cache capacity it was loaded with.
+/// What a loaded model is: its hyper-parameters, the KV-cache capacity it was loaded with, its
+/// weight formats, the GPU memory it holds and the strategy `generate` uses by default.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, tsify::Tsify)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelInfo {
@@ -37,11 +46,41 @@ pub struct ModelInfo {
     pub n_ctx: u32,
     /// The output head reuses the token embedding.
     pub tied_output: bool,
+    /// The model has a chat template (`chat` options and `chat.completions` need one).
+    pub chat_template: bool,
+    /// Formats of the weight matrices.
+    pub quant_types: Vec<QuantUse>,
+    /// GPU memory held by this model, in bytes.
+    pub memory: MemoryUse,
+    /// The GPU adapter it runs on.
+    pub adapter: String,
+    /// The strategy `generate` uses when none is given.
+    pub strategy: Strategy,
+    /// Why that strategy, in one sentence.
+    pub strategy_reason: String,
 }
 
 impl ModelInfo {
     fn of(model: &mut TextModel) -> Self {
-        let n_ctx = model.gpu().n_ctx();
+        let has_template = model.has_chat_template();
+        let gpu = model.gpu();
+        let (strategy, strategy_reason) = match gpu.fused_available() {
+            Ok(()) => (
+                Strategy::Fused,
+                "fused: the fused kernels fit this adapter, and they run 4 dispatches per \
+                 layer with sampling on the GPU instead of one dispatch per operation and a \
+                 readback per token"
+                    .to_string(),
+            ),
+            Err(e) => (
+                Strategy::Unfused,
+                format!("unfused: the fused kernels cannot run this model here ({e})"),
+            ),
+        };
+        let n_ctx = gpu.n_ctx();
+        let memory = gpu.memory();
+        let quant_types = gpu.quant_types();
+        let adapter = gpu.context().info.name.clone();
         let c = model.config();
         Self {
             architecture: c.arch.clone(),
@@ -55,41 +94,74 @@ impl ModelInfo {
             context_length: c.context_length,
             n_ctx,
             tied_output: c.tied_output,
+            chat_template: has_template,
+            quant_types,
+            memory,
+            adapter,
+            strategy,
+            strategy_reason,
         }
     }
 }
 
 // wasm-bindgen declares `[Symbol.dispose](): void` on every exported class, which only type-checks
 // with TypeScript's `esnext.disposable` lib: consumers on an ES2022 lib (and this package's own
-// build) would fail. So the class's declaration is written here, without it; the runtime still
-// defines `Symbol.dispose` where the browser has it. Keep it in step with the methods below (the
-// `.d.ts` snapshot and the TS wrapper in js/model.ts check it).
+// build) would fail. So the classes' declarations are written here, without it; the runtime still
+// defines `Symbol.dispose` where the browser has it. Keep them in step with the methods below
+// (the `.d.ts` snapshot and the TS wrapper in js/ check them).
 #[wasm_bindgen(typescript_custom_section)]
 const MODEL_TS: &str = r#"
 /**
- * A model loaded on the GPU. Call `free()` to release its GPU memory.
+ * Called for every generated token with the text it releases (possibly "": an incomplete
+ * character or a possible stop-sequence start is held back), and once more at the end with
+ * `tokenId` undefined for text held back until then. Return `false` to stop the generation.
+ */
+export type OnToken = (text: string, tokenId: number | undefined) => boolean | void;
+
+/**
+ * A model loaded on the GPU (the raw wasm class; the package's `Model` wraps it).
  */
 export class Model {
     private constructor();
     free(): void;
-    /**
-     * Generation from `prompt`: greedy by default, sampled with `temperature` and the other
-     * sampling options; `strategy` "fused" (default) or "unfused". Rejects with kind "busy"
-     * while another generation of this model runs, "limit-exceeded" when prompt + `maxTokens`
-     * exceed `nCtx`, "invalid-argument" for an out-of-range setting.
-     */
-    generate(prompt: string, options?: GenerateOptions | null): Promise<GenerateResult>;
-    /**
-     * The model's hyper-parameters and KV-cache capacity. Available during a generation too.
-     */
+    /** Generation from `prompt`; see `GenerateOptions`. */
+    generate(prompt: string, options: GenerateOptions | null | undefined, onToken: OnToken | null | undefined): Promise<GenerateResult>;
+    /** Generation from a conversation rendered with the model's chat template. */
+    chat(messages: ChatMessage[], options: GenerateOptions | null | undefined, onToken: OnToken | null | undefined): Promise<GenerateResult>;
+    tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Uint32Array;
+    detokenize(ids: Uint32Array): string;
     info(): ModelInfo;
+}
+
+/**
+ * A model being loaded from a stream of bytes (`createModelLoader`): `push` each chunk, then
+ * `finish`. The header is checked against the adapter as soon as it is in.
+ */
+export class ModelLoader {
+    private constructor();
+    free(): void;
+    push(chunk: Uint8Array): LoadStatus;
+    status(): LoadStatus;
+    finish(): Promise<Model>;
 }"#;
 
 /// A model loaded on the GPU. Call `free()` to release its GPU memory.
 #[wasm_bindgen(skip_typescript)]
 pub struct Model {
     inner: Rc<RefCell<TextModel>>,
+    tokenizer: Arc<Tokenizer>,
     info: ModelInfo,
+}
+
+impl Model {
+    fn new(mut model: TextModel) -> Self {
+        let info = ModelInfo::of(&mut model);
+        Self {
+            tokenizer: model.tokenizer_handle(),
+            inner: Rc::new(RefCell::new(model)),
+            info,
+        }
+    }
 }
 
 /// Parses a whole GGUF file, builds its tokenizer and chat template and uploads it to the GPU.
@@ -102,40 +174,140 @@ pub async fn load_model(
 ) -> Result<Model, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
     let ctx = GpuContext::new().await.map_err(to_js_error)?;
-    let mut model = TextModel::load(ctx, &bytes, &options)
+    let model = TextModel::load(ctx, &bytes, &options)
         .await
         .map_err(to_js_error)?;
     drop(bytes);
-    let info = ModelInfo::of(&mut model);
-    Ok(Model {
-        inner: Rc::new(RefCell::new(model)),
-        info,
+    Ok(Model::new(model))
+}
+
+/// A loader for a model that arrives in chunks (see `ModelLoader`). Rejects with the GPU kinds
+/// ("webgpu-unavailable", "no-adapter", …) when there is no usable device.
+#[wasm_bindgen(js_name = createModelLoader)]
+pub async fn create_model_loader(options: Option<Ts<LoadOptions>>) -> Result<ModelLoader, JsValue> {
+    let options = from_js(options)?.unwrap_or_default();
+    let ctx = GpuContext::new().await.map_err(to_js_error)?;
+    Ok(ModelLoader {
+        inner: Rc::new(RefCell::new(Some(crate::model::ModelLoader::new(
+            ctx, options,
+        )))),
     })
+}
+
+/// A model being loaded from a stream of bytes.
+#[wasm_bindgen(skip_typescript)]
+pub struct ModelLoader {
+    inner: Rc<RefCell<Option<crate::model::ModelLoader>>>,
+}
+
+fn finished() -> JsValue {
+    to_js_error(FuselmError::InvalidArgument(
+        "this loader has finished (or failed); start a new load".into(),
+    ))
+}
+
+#[wasm_bindgen]
+impl ModelLoader {
+    /// Feeds the next bytes. Rejects with "invalid-model", "unsupported-quant" or
+    /// "limit-exceeded" as soon as the bytes so far show the model cannot load.
+    pub fn push(&self, chunk: &[u8]) -> Result<Ts<LoadStatus>, JsValue> {
+        let mut slot = self.inner.try_borrow_mut().map_err(|_| finished())?;
+        let loader = slot.as_mut().ok_or_else(finished)?;
+        if let Err(e) = loader.push(chunk) {
+            *slot = None;
+            return Err(to_js_error(e));
+        }
+        to_js(loader.status())
+    }
+
+    pub fn status(&self) -> Result<Ts<LoadStatus>, JsValue> {
+        let slot = self.inner.try_borrow().map_err(|_| finished())?;
+        to_js(slot.as_ref().ok_or_else(finished)?.status())
+    }
+
+    /// Ends the stream and builds the model (kernels compiled, buffers bound).
+    pub fn finish(&self) -> js_sys::Promise {
+        let loader = self.inner.try_borrow_mut().ok().and_then(|mut s| s.take());
+        wasm_bindgen_futures::future_to_promise(async move {
+            let loader = loader.ok_or_else(finished)?;
+            let model = loader.finish().await.map_err(to_js_error)?;
+            Ok(Model::new(model).into())
+        })
+    }
+}
+
+/// What to generate from, as received from JS.
+enum JsPrompt {
+    Text(String),
+    Messages(Vec<ChatMessage>),
 }
 
 #[wasm_bindgen]
 impl Model {
     /// Generation from `prompt`: greedy by default, sampled with `temperature` and the other
-    /// sampling options; `strategy` "fused" (default) or "unfused". Rejects with kind "busy"
-    /// while another generation of this model runs, "limit-exceeded" when prompt + `maxTokens`
-    /// exceed `nCtx`, "invalid-argument" for an out-of-range setting.
+    /// sampling options; `strategy` "fused" (default) or "unfused". `on_token` streams.
     pub fn generate(
         &self,
         prompt: String,
         options: Option<Ts<GenerateOptions>>,
+        on_token: Option<js_sys::Function>,
+    ) -> js_sys::Promise {
+        self.run(Ok(JsPrompt::Text(prompt)), from_js(options), on_token)
+    }
+
+    /// Generation from a conversation (`ChatMessage[]`) rendered with the chat template.
+    pub fn chat(
+        &self,
+        messages: JsValue,
+        options: Option<Ts<GenerateOptions>>,
+        on_token: Option<js_sys::Function>,
+    ) -> js_sys::Promise {
+        let messages = serde_wasm_bindgen::from_value::<Vec<ChatMessage>>(messages)
+            .map(JsPrompt::Messages)
+            .map_err(|e| {
+                to_js_error(FuselmError::InvalidArgument(format!(
+                    "messages must be an array of {{ role, content }}: {e}"
+                )))
+            });
+        self.run(messages, from_js(options), on_token)
+    }
+
+    fn run(
+        &self,
+        prompt: Result<JsPrompt, JsValue>,
+        options: Result<Option<GenerateOptions>, JsValue>,
+        on_token: Option<js_sys::Function>,
     ) -> js_sys::Promise {
         let inner = Rc::clone(&self.inner);
-        let options = from_js(options);
         wasm_bindgen_futures::future_to_promise(async move {
+            let prompt = prompt?;
             let options = options?.unwrap_or_default();
-            let result = generate(&inner, &prompt, &options)
+            let result = generate(&inner, &prompt, &options, on_token.as_ref())
                 .await
                 .map_err(to_js_error)?;
             Ok(to_js(&result)?.into())
         })
     }
 
-    /// The model's hyper-parameters and KV-cache capacity. Available during a generation too.
+    /// Token ids of `text` (with the model's BOS when `add_special`; `<|…|>` control tokens
+    /// recognised when `parse_special`).
+    pub fn tokenize(&self, text: &str, add_special: bool, parse_special: bool) -> Vec<u32> {
+        self.tokenizer.encode(text, add_special, parse_special)
+    }
+
+    /// The text of `ids` (control tokens render as nothing). Rejects ids outside the vocabulary.
+    pub fn detokenize(&self, ids: Vec<u32>) -> Result<String, JsValue> {
+        let vocab = self.tokenizer.vocab_size();
+        if let Some(bad) = ids.iter().find(|&&id| id as usize >= vocab) {
+            return Err(to_js_error(FuselmError::InvalidArgument(format!(
+                "token id {bad} is outside the vocabulary (size {vocab})"
+            ))));
+        }
+        Ok(self.tokenizer.decode_lossy(&ids, false))
+    }
+
+    /// The model's hyper-parameters, memory and default strategy. Available during a
+    /// generation too.
     pub fn info(&self) -> Result<Ts<ModelInfo>, JsValue> {
         to_js(&self.info)
     }
@@ -146,13 +318,34 @@ impl Model {
 #[allow(clippy::await_holding_refcell_ref)]
 async fn generate(
     inner: &RefCell<TextModel>,
-    prompt: &str,
+    prompt: &JsPrompt,
     options: &GenerateOptions,
+    on_token: Option<&js_sys::Function>,
 ) -> Result<GenerateResult, FuselmError> {
     let mut model = inner.try_borrow_mut().map_err(|_| {
         FuselmError::Busy(
-            "this model is already generating; await the running generate() first".into(),
+            "this model is already generating; await the running generation first".into(),
         )
     })?;
-    model.generate(prompt, options, &mut |_| true).await
+    if let Some(why) = model.gpu().context().lost() {
+        return Err(FuselmError::DeviceLost(why));
+    }
+    let prompt = match prompt {
+        JsPrompt::Text(text) => Prompt::Text(text),
+        JsPrompt::Messages(messages) => Prompt::Messages(messages),
+    };
+    let mut callback = |text: &str, id: Option<u32>| match on_token {
+        None => true,
+        // A callback that throws stops the generation like one that returns false.
+        Some(f) => f
+            .call2(
+                &JsValue::NULL,
+                &JsValue::from_str(text),
+                &id.map_or(JsValue::UNDEFINED, JsValue::from),
+            )
+            .map(|v| v.as_bool() != Some(false))
+            .unwrap_or(false),
+    };
+    let result = model.generate(prompt, options, &mut callback).await;
+    result.map_err(|e| model.gpu().context().explain(e))
 }

@@ -1,8 +1,8 @@
 //! `fuselm generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--strategy S]
-//! [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--json]`.
+//! [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--stop TEXT ...] [--json]`.
 
 use fuselm::gpu::GpuContext;
-use fuselm::model::{GenerateOptions, LoadOptions, Strategy, TextModel};
+use fuselm::model::{GenerateOptions, LoadOptions, Prompt, Strategy, TextModel};
 use fuselm::sampling::SamplingOptions;
 use std::error::Error;
 use std::io::Write;
@@ -56,6 +56,9 @@ pub struct GenerateArgs {
     penalty_last_n: Option<u32>,
     #[arg(long)]
     seed: Option<u64>,
+    /// A stop sequence (repeatable): generation ends when the text contains it; it is not printed.
+    #[arg(long)]
+    stop: Vec<String>,
     /// Print one JSON object (prompt ids, generated ids, text, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
@@ -84,6 +87,8 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         system: args.system,
         strategy: Some(Strategy::parse(&args.strategy)?),
         chunk_tokens: args.chunk_tokens,
+        stop: Some(args.stop),
+        reuse_prefix: None,
         sampling: SamplingOptions {
             temperature: args.temperature,
             top_k: args.top_k,
@@ -99,7 +104,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     let json = args.json;
     let mut stdout = std::io::stdout();
     let result = model
-        .generate(&args.prompt, &options, &mut |piece| {
+        .generate(Prompt::Text(&args.prompt), &options, &mut |piece, _| {
             // Stream as it arrives; a closed stdout stops the generation.
             json || (stdout.write_all(piece.as_bytes()).is_ok() && stdout.flush().is_ok())
         })

@@ -1,0 +1,169 @@
+// `model.chat.completions.create(...)`: the OpenAI chat-completions shape over fused generation.
+// Pass the whole conversation each time, as with OpenAI; the KV cache of the prefix it shares
+// with the previous request (the earlier turns) is reused, so only the new turn is prefilled
+// (`usage.prompt_tokens_details.cached_tokens` says how many prompt tokens were reused).
+import type { ChatMessage, GenerateOptions, GenerateResult, Strategy } from "./wasm/fuselm.js";
+import type { Generation } from "./generation.js";
+import { FuselmError } from "./errors.js";
+
+export type { ChatMessage };
+
+export interface ChatCompletionRequest {
+  /** The conversation so far: "system", "user" and "assistant" turns. */
+  messages: ChatMessage[];
+  /** Stream chunks (`for await`) instead of returning one completion. */
+  stream?: boolean;
+  /** Most tokens to generate (default 128). `max_completion_tokens` is accepted too. */
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  /** 0 (the default) is greedy. */
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  min_p?: number;
+  /** The same seed gives the same tokens on every strategy and adapter. */
+  seed?: number;
+  /** Up to 8 stop sequences; never part of the answer, even when split across tokens. */
+  stop?: string | string[];
+  frequency_penalty?: number;
+  presence_penalty?: number;
+  repetition_penalty?: number;
+  /** Reuse the KV cache of the prefix shared with the previous request (default true). */
+  cache_prompt?: boolean;
+  /** Aborts the request: the promise or the stream rejects with kind "aborted". */
+  signal?: AbortSignal;
+  strategy?: Strategy;
+  /** Accepted for compatibility and echoed back; the loaded model answers. */
+  model?: string;
+}
+
+export type FinishReason = "stop" | "length";
+
+export interface ChatCompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: "chat.completion";
+  /** Unix time in seconds. */
+  created: number;
+  model: string;
+  choices: [{ index: 0; message: { role: "assistant"; content: string }; finish_reason: FinishReason }];
+  usage: ChatCompletionUsage;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: "chat.completion.chunk";
+  created: number;
+  model: string;
+  choices: [{ index: 0; delta: { role?: "assistant"; content?: string }; finish_reason: FinishReason | null }];
+  /** On the last chunk only. */
+  usage?: ChatCompletionUsage;
+}
+
+export interface ChatCompletions {
+  create(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+  create(request: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+  create(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+}
+
+export interface Chat {
+  completions: ChatCompletions;
+}
+
+const ROLES = new Set(["system", "user", "assistant"]);
+
+function checkRequest(request: ChatCompletionRequest): void {
+  if (typeof request !== "object" || request === null || !Array.isArray(request.messages) || request.messages.length === 0) {
+    throw new FuselmError("invalid-argument", "messages must be a non-empty array of { role, content }");
+  }
+  for (const [i, m] of request.messages.entries()) {
+    if (typeof m !== "object" || m === null || !ROLES.has(m.role) || typeof m.content !== "string") {
+      throw new FuselmError("invalid-argument", `messages[${i}] must be { role: "system" | "user" | "assistant", content: string }`);
+    }
+  }
+  const stop = request.stop;
+  if (stop !== undefined && typeof stop !== "string" && !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))) {
+    throw new FuselmError("invalid-argument", "stop must be a string or an array of strings");
+  }
+  if (Array.isArray(stop) && stop.length > 8) throw new FuselmError("invalid-argument", "at most 8 stop sequences");
+}
+
+/** The request's settings as generate options. */
+export function chatOptions(request: ChatCompletionRequest): GenerateOptions {
+  checkRequest(request);
+  const stop = request.stop === undefined ? undefined : typeof request.stop === "string" ? [request.stop] : request.stop;
+  return {
+    maxTokens: request.max_completion_tokens ?? request.max_tokens,
+    temperature: request.temperature,
+    topP: request.top_p,
+    topK: request.top_k,
+    minP: request.min_p,
+    seed: request.seed,
+    stop,
+    frequencyPenalty: request.frequency_penalty,
+    presencePenalty: request.presence_penalty,
+    repetitionPenalty: request.repetition_penalty,
+    reusePrefix: request.cache_prompt ?? true,
+    strategy: request.strategy,
+  };
+}
+
+const finishReason = (r: GenerateResult): FinishReason => (r.stopReason === "length" ? "length" : "stop");
+
+const usage = (r: GenerateResult): ChatCompletionUsage => ({
+  prompt_tokens: r.promptTokens.length,
+  completion_tokens: r.tokens.length,
+  total_tokens: r.promptTokens.length + r.tokens.length,
+  prompt_tokens_details: { cached_tokens: r.reusedPromptTokens },
+});
+
+let counter = 0;
+const completionId = () => `chatcmpl-fuselm-${Date.now().toString(36)}-${(counter++).toString(36)}`;
+
+/** `chat.completions` over `run(messages, options)`, which starts a generation. */
+export function chatCompletions(
+  run: (messages: ChatMessage[], options: GenerateOptions, signal: AbortSignal | undefined) => Generation,
+  modelName: () => string,
+): ChatCompletions {
+  async function create(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
+    const options = chatOptions(request);
+    const generation = run(request.messages, options, request.signal);
+    const id = completionId();
+    const created = Math.floor(Date.now() / 1000);
+    const model = request.model ?? modelName();
+    if (!request.stream) {
+      const r = await generation.result();
+      return {
+        id,
+        object: "chat.completion",
+        created,
+        model,
+        choices: [{ index: 0, message: { role: "assistant", content: r.text }, finish_reason: finishReason(r) }],
+        usage: usage(r),
+      };
+    }
+    const chunk = (delta: ChatCompletionChunk["choices"][0]["delta"], finish: FinishReason | null): ChatCompletionChunk => ({
+      id,
+      object: "chat.completion.chunk",
+      created,
+      model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+    async function* chunks(): AsyncGenerator<ChatCompletionChunk> {
+      yield chunk({ role: "assistant", content: "" }, null);
+      for await (const piece of generation) {
+        if (piece.text !== "") yield chunk({ content: piece.text }, null);
+      }
+      const r = await generation.result();
+      yield { ...chunk({}, finishReason(r)), usage: usage(r) };
+    }
+    return chunks();
+  }
+  return { create } as ChatCompletions;
+}

@@ -1,0 +1,219 @@
+// Loading a GGUF model from any source, streamed: bytes go from the network (or cache, file,
+// stream) into the wasm loader chunk by chunk, and each tensor is uploaded to the GPU as soon as
+// its bytes are in. The file is never held whole in JS or wasm memory. The GGUF header is checked
+// against the adapter first, so a model that cannot fit is refused before its weights download.
+import * as wasm from "./wasm/fuselm.js";
+import type { LoadOptions, LoadStatus, Strategy } from "./wasm/fuselm.js";
+import { init } from "./init.js";
+import { FuselmError, toFuselmError } from "./errors.js";
+import { CacheCorruptError, openModelBody, type CacheMode } from "./cache.js";
+
+/** Where a model comes from: a URL to fetch (string, `URL` or `Request`), a fetched `Response`,
+ * its bytes, a `Blob`/`File` (e.g. from an `<input type="file">`), or a stream of bytes. */
+export type ModelSource =
+  | string
+  | URL
+  | Request
+  | Response
+  | ArrayBuffer
+  | ArrayBufferView
+  | Blob
+  | ReadableStream<Uint8Array>;
+
+/** The stages of a load. Bytes are streamed: they arrive ("download" until the GGUF header is
+ * complete), the header is checked against the adapter ("parse", once), then each arriving chunk
+ * goes straight to the GPU ("upload"), and finally the kernels are compiled ("compile", once). */
+export type LoadPhase = "download" | "parse" | "upload" | "compile";
+
+export interface LoadProgress {
+  phase: LoadPhase;
+  /** Bytes of the file received so far. */
+  loadedBytes: number;
+  /** The file's size when known (content-length, cache entry, Blob size, or the GGUF header). */
+  totalBytes: number | undefined;
+  /** The bytes come from the cache (`cache` option) rather than the network. */
+  fromCache: boolean;
+}
+
+export interface LoadModelOptions extends LoadOptions {
+  /** Called as the load advances (see `LoadPhase`); never called after the promise settles. */
+  onProgress?: (progress: LoadProgress) => void;
+  /** Keep the downloaded file for later loads of the same URL: in Cache Storage ("cache-api"),
+   * in the origin private file system ("opfs"), or not at all ("none", the default). Cached
+   * bytes are verified (length and CRC-32); a corrupt entry is dropped and downloaded again.
+   * Applies to URL and `Request` sources. */
+  cache?: CacheMode;
+  /** Aborts the load: the promise rejects with kind "aborted", the download stops and nothing
+   * stays on the GPU. */
+  signal?: AbortSignal;
+  /** The strategy `generate` and `chat.completions.create` use when they are not given one.
+   * Default: the one `info.strategy` names ("fused" wherever the fused kernels fit). */
+  strategy?: Strategy;
+}
+
+/** Bytes handed to the wasm loader per call when the source is one big buffer. */
+const SLICE_BYTES = 4 << 20;
+
+interface Body {
+  stream: ReadableStream<Uint8Array>;
+  totalBytes: number | undefined;
+  fromCache: boolean;
+  invalidate(): Promise<void>;
+}
+
+const noInvalidate = async () => {};
+
+function abortedError(signal: AbortSignal): FuselmError {
+  const reason: unknown = signal.reason;
+  const why = reason instanceof Error ? reason.message : reason === undefined ? "" : String(reason);
+  return new FuselmError("aborted", `loading was aborted${why ? `: ${why}` : ""}`, { cause: reason });
+}
+
+async function openBody(source: ModelSource, cache: CacheMode, signal: AbortSignal | undefined): Promise<Body> {
+  if (typeof source === "string" || source instanceof URL || (typeof Request !== "undefined" && source instanceof Request)) {
+    let request: Request;
+    try {
+      const base = typeof location === "undefined" ? undefined : location.href;
+      request = source instanceof Request ? source : new Request(new URL(String(source), base));
+    } catch (e) {
+      throw new FuselmError("invalid-argument", `not a model URL: ${String(source)}`, { cause: e });
+    }
+    return await openModelBody(request, cache, signal);
+  }
+  if (typeof Response !== "undefined" && source instanceof Response) {
+    if (!source.ok) {
+      throw new FuselmError("network", `could not download ${source.url || "the model"}: HTTP ${source.status} ${source.statusText}`.trimEnd());
+    }
+    if (source.bodyUsed) throw new FuselmError("invalid-argument", "this Response's body was already read");
+    const length = source.headers.get("content-length");
+    return {
+      stream: source.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+      totalBytes: length !== null && /^\d+$/.test(length) ? Number(length) : undefined,
+      fromCache: false,
+      invalidate: noInvalidate,
+    };
+  }
+  if (typeof Blob !== "undefined" && source instanceof Blob) {
+    return { stream: source.stream(), totalBytes: source.size, fromCache: false, invalidate: noInvalidate };
+  }
+  if (typeof ReadableStream !== "undefined" && source instanceof ReadableStream) {
+    return { stream: source, totalBytes: undefined, fromCache: false, invalidate: noInvalidate };
+  }
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+    const bytes = source instanceof ArrayBuffer ? new Uint8Array(source) : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+    let at = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (at >= bytes.length) {
+          controller.close();
+          return;
+        }
+        controller.enqueue(bytes.subarray(at, at + SLICE_BYTES));
+        at += SLICE_BYTES;
+      },
+    });
+    return { stream, totalBytes: bytes.length, fromCache: false, invalidate: noInvalidate };
+  }
+  throw new FuselmError(
+    "invalid-argument",
+    "a model source is a URL, Request, Response, ArrayBuffer, typed array, Blob/File or ReadableStream",
+  );
+}
+
+/** Streams `body` into a new wasm loader and builds the model. */
+async function loadBody(body: Body, options: LoadModelOptions): Promise<wasm.Model> {
+  const { onProgress, signal } = options;
+  const sizes: LoadOptions = { nCtx: options.nCtx, maxBatch: options.maxBatch, kvF16: options.kvF16 };
+  const loader = await wasm.createModelLoader(sizes);
+  const reader = body.stream.getReader();
+  let totalBytes = body.totalBytes;
+  const report = (phase: LoadPhase, loadedBytes: number) =>
+    onProgress?.({ phase, loadedBytes, totalBytes, fromCache: body.fromCache });
+  let finished = false;
+  try {
+    let headerReady = false;
+    let loaded = 0;
+    report("download", 0);
+    for (;;) {
+      if (signal?.aborted) throw abortedError(signal);
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (signal?.aborted) throw abortedError(signal);
+      const status: LoadStatus = loader.push(value);
+      loaded = status.bytesReceived;
+      if (status.headerReady && !headerReady) {
+        headerReady = true;
+        totalBytes ??= status.fileBytes;
+        report("parse", loaded);
+      }
+      report(headerReady ? "upload" : "download", loaded);
+    }
+    report("compile", loaded);
+    const model = await loader.finish();
+    finished = true;
+    if (signal?.aborted) {
+      model.free();
+      throw abortedError(signal);
+    }
+    return model;
+  } catch (e) {
+    // Stop the download; the stream's own error (corrupt cache, network) is already in `e`.
+    await reader.cancel().catch(() => {});
+    throw e;
+  } finally {
+    reader.releaseLock();
+    if (!finished) loader.free();
+  }
+}
+
+/** Loads a model from `source`, retrying once from the network when cached bytes are corrupt. */
+export async function loadRaw(source: ModelSource, options: LoadModelOptions = {}): Promise<wasm.Model> {
+  const { signal } = options;
+  const cache = options.cache ?? "none";
+  if (!["none", "cache-api", "opfs"].includes(cache)) {
+    throw new FuselmError("invalid-argument", `cache must be "cache-api", "opfs" or "none"; got ${JSON.stringify(cache)}`);
+  }
+  try {
+    await init();
+    if (signal?.aborted) throw abortedError(signal);
+    const body = await openBody(source, cache, signal);
+    try {
+      return await loadBody(body, options);
+    } catch (e) {
+      const corrupt = e instanceof CacheCorruptError || toFuselmError(e).kind === "invalid-model";
+      if (!body.fromCache || !corrupt || signal?.aborted) throw e;
+      // The cached copy is damaged: drop it and download again.
+      await body.invalidate();
+      return await loadBody(await openBody(source, cache, signal), options);
+    }
+  } catch (e) {
+    if (signal?.aborted) throw abortedError(signal);
+    throw toFuselmError(e);
+  }
+}
+
+/** All bytes of `source` in one buffer (for `bench`, which needs the whole file). */
+export async function readAll(source: ModelSource, signal?: AbortSignal): Promise<Uint8Array> {
+  try {
+    const body = await openBody(source, "none", signal);
+    const parts: Uint8Array[] = [];
+    let length = 0;
+    const reader = body.stream.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parts.push(value);
+      length += value.length;
+    }
+    if (parts.length === 1 && parts[0] !== undefined) return parts[0];
+    const out = new Uint8Array(length);
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  } catch (e) {
+    throw toFuselmError(e);
+  }
+}
