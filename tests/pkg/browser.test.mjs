@@ -31,6 +31,10 @@ function checkGenerated(run, wasmPath) {
   assert.ok(result.tokens.length > 0, "no tokens generated");
   assert.ok(result.tokens.every((id) => Number.isInteger(id) && id >= 0), `token ids: ${result.tokens}`);
   assert.equal(result.text, decodeSynthetic(result.tokens), "text vs the synthetic vocabulary's bytes");
+  assert.deepEqual(result.streamedIds, result.tokens, "ids streamed by `for await` vs result().tokens");
+  assert.equal(result.streamedText, result.text, "text streamed by `for await` vs result().text");
+  assert.ok(result.phases.length > 0 && result.phases.every((p) => ["download", "parse", "upload", "compile"].includes(p)), `load phases: ${result.phases}`);
+  assert.equal(result.phases.at(-1), "compile", `load phases: ${result.phases}`);
   const wasm = run.responses.filter((r) => r.url.endsWith(".wasm"));
   assert.equal(wasm.length, 1, `wasm requests: ${JSON.stringify(wasm)}`);
   assert.match(new URL(wasm[0].url).pathname, wasmPath);
@@ -56,7 +60,7 @@ test("a Vite + TypeScript app bundles the package and generates", async () => {
   const { server, url } = await serveDir(join(app, "dist"));
   try {
     const result = checkGenerated(await runPage(url), /^\/assets\/fuselm_bg-[\w-]+\.wasm$/);
-    console.log(`vite app: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}`);
+    console.log(`vite app: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}; load phases ${result.phases}`);
     generated.vite = result.tokens;
   } finally {
     server.close();
@@ -71,7 +75,7 @@ test("a static page imports ./node_modules/fuselm/dist/index.js and generates", 
   const { server, url } = await serveDir(site);
   try {
     const result = checkGenerated(await runPage(url), /^\/node_modules\/fuselm\/dist\/wasm\/fuselm_bg\.wasm$/);
-    console.log(`static page: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}`);
+    console.log(`static page: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}; load phases ${result.phases}`);
     if (generated.vite) assert.deepEqual(result.tokens, generated.vite, "the static page and the Vite app disagree");
   } finally {
     server.close();

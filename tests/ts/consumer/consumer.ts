@@ -1,27 +1,62 @@
-// A downstream project's code, type-checked against the packed npm tarball. The @ts-expect-error
-// lines fail the check if a type ever degrades to `any` or loses a field.
+// A downstream project's code, type-checked (never run) against the packed npm tarball with the
+// strictest settings a consumer may use (tsconfig.json: strict, exactOptionalPropertyTypes,
+// noUncheckedIndexedAccess, noUnusedLocals). It imports every export of the package
+// (check-consumer.mjs fails when one is missing) and uses each in a meaningful way. Each
+// "@ts-expect-error" line fails the check if a type ever degrades to `any`, widens, or loses a field.
 import {
+  init,
   probe,
   bench,
-  type GenerationBenchReport,
-  type GenerationBenchRow,
-  init,
   loadModel,
-  Model,
+  deleteCachedModel,
   FuselmError,
-  type AdapterReport,
-  type ProbeOptions,
+  Generation,
   type ErrorKind,
-  type Measurement,
+  type Model,
+  type ModelSource,
   type LoadOptions,
+  type LoadModelOptions,
+  type LoadProgress,
+  type LoadPhase,
+  type CacheMode,
+  type ModelInfo,
+  type MemoryUse,
+  type QuantUse,
   type GenerateOptions,
+  type GenerateCallOptions,
   type SamplingOptions,
   type Strategy,
+  type GenerationChunk,
   type GenerateResult,
+  type GenerateTimings,
   type StopReason,
-  type ModelInfo,
-  type ModelSource,
+  type TokenizeOptions,
+  type Chat,
+  type ChatCompletions,
+  type ChatMessage,
+  type ChatCompletionRequest,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatCompletionUsage,
+  type FinishReason,
+  type AdapterReport,
+  type ProbeOptions,
+  type AdapterIdentity,
+  type FeatureReport,
+  type AdapterLimits,
+  type ModelFit,
+  type BenchReport,
+  type Measurement,
+  type TimerKind,
+  type GenerationBenchOptions,
+  type GenerationBenchReport,
+  type GenerationBenchRow,
+  type Spread,
+  type StepProfile,
+  type RoleProfile,
 } from "fuselm";
+
+// ---- errors: a closed union of kinds, narrowed exhaustively ----
 
 function describeKind(kind: ErrorKind): string {
   switch (kind) {
@@ -31,11 +66,14 @@ function describeKind(kind: ErrorKind): string {
     case "limit-exceeded": return "model too big";
     case "gpu": return "GPU error";
     case "invalid-model": return "not a supported GGUF file";
+    case "unsupported-quant": return "weight format not supported";
     case "tokenizer": return "unusable vocabulary";
     case "template": return "chat template failed";
+    case "device-lost": return "the GPU went away";
     case "aborted": return "stopped by the caller";
-    case "invalid-argument": return "bad argument";
     case "busy": return "already generating";
+    case "network": return "download failed";
+    case "invalid-argument": return "bad argument";
     default: {
       const unreachable: never = kind; // ErrorKind must stay a closed union
       return unreachable;
@@ -43,103 +81,285 @@ function describeKind(kind: ErrorKind): string {
   }
 }
 
-export async function main(): Promise<void> {
+/** What an app shows for a failure: `instanceof` narrows `unknown`, `kind` narrows further. */
+export function explain(e: unknown): string {
+  if (!(e instanceof FuselmError)) return String(e);
+  const name: "FuselmError" = e.name;
+  if (e.kind === "limit-exceeded") {
+    // limit/needed/available are optional: they must be checked before use.
+    // @ts-expect-error needed may be undefined
+    const needed: number = e.needed;
+    const detail = e.limit !== undefined ? ` (${e.limit}: ${e.needed ?? "?"} > ${e.available ?? "?"})` : "";
+    return `${name}: ${describeKind(e.kind)}${detail} ${needed}`;
+  }
+  // @ts-expect-error "oom" is not an ErrorKind
+  if (e.kind === "oom") return "";
+  return `${describeKind(e.kind)}: ${e.message}`;
+}
+
+// ---- the adapter: probe() and bench() ----
+
+export async function adapter(): Promise<string> {
   await init();
   const options: ProbeOptions = { bench: true, benchBytes: 16 * 2 ** 20, runs: 3 };
-  try {
-    const report: AdapterReport = await probe(options);
-    const binding: number = report.limits.maxStorageBufferBindingSize;
-    const def: number = report.webgpuDefaults.maxStorageBufferBindingSize;
-    const f16: boolean = report.features.shaderF16 && report.fit.f16Kernels;
-    const arch: string = report.adapter.architecture;
-    const dispatch: Measurement | undefined = report.bench?.dependentDispatch;
-    const timer: "timestamp-query" | "wall-clock" | undefined = dispatch?.timer;
-    console.log(binding, def, f16, arch, dispatch?.median, timer, report.fit.maxResidentDimF32);
+  const report: AdapterReport = await probe(options);
+  const identity: AdapterIdentity = report.adapter;
+  const features: FeatureReport = report.features;
+  const limits: AdapterLimits = report.limits;
+  const defaults: AdapterLimits = report.webgpuDefaults;
+  const fit: ModelFit = report.fit;
+  const measured: BenchReport | undefined = report.bench;
+  const dispatch: Measurement | undefined = measured?.dependentDispatch;
+  const timer: TimerKind | undefined = dispatch?.timer;
+  const f16: boolean = features.shaderF16 && fit.f16Kernels;
+  console.log(identity.architecture, identity.isSoftware, limits.maxStorageBufferBindingSize / defaults.maxStorageBufferBindingSize);
+  console.log(f16, fit.maxResidentDimF32, dispatch?.median, timer === "timestamp-query" ? "gpu timer" : "wall clock");
 
-    // @ts-expect-error bench is a boolean
-    await probe({ bench: "yes" });
-    // @ts-expect-error limits are numbers
-    const wrong: string = report.limits.maxBufferSize;
-    // @ts-expect-error no such field
-    console.log(report.limits.maxTextureSize, wrong);
+  // @ts-expect-error bench is a boolean
+  await probe({ bench: "yes" });
+  // @ts-expect-error limits are numbers
+  const wrong: string = limits.maxBufferSize;
+  // @ts-expect-error no such field
+  console.log(limits.maxTextureSize, wrong);
+  // @ts-expect-error a closed union
+  const badTimer: TimerKind = "performance-now";
+  console.log(badTimer);
+
+  const benchOptions: GenerationBenchOptions = { runs: 1, smallToy: true, profile: true, longContext: false, chunkTokens: 8 };
+  const toy: GenerationBenchReport = await bench(benchOptions);
+  const row: GenerationBenchRow | undefined = toy.results[0];
+  const decode: Spread | undefined = row?.decodeTokensPerSecond;
+  const speedup: number | undefined = row?.speedupVsUnfused;
+  const step: StepProfile | undefined = toy.profile[0];
+  const role: RoleProfile | undefined = step?.roles[0];
+  console.log(toy.markdown, row?.strategy, decode?.median, speedup, role?.role, role?.microsecondsPerStep);
+  // A model for bench is any loadModel source.
+  const withModel: GenerationBenchReport = await bench({ runs: 1 }, new URL("/models/m.gguf", location.href));
+  // @ts-expect-error runs is a number
+  await bench({ runs: "3" });
+  return withModel.notes.join("\n");
+}
+
+// ---- loading: every source kind, progress, cache, abort ----
+
+export async function load(file: File, bytes: Uint8Array<ArrayBuffer>, stream: ReadableStream<Uint8Array>): Promise<Model> {
+  // The wasm can come from elsewhere than next to the JS (a CDN, bytes).
+  await init(new URL("https://cdn.example.com/fuselm_bg.wasm"));
+  await init(fetch("/fuselm_bg.wasm"));
+
+  const sources: ModelSource[] = [
+    "/models/m.gguf",
+    new URL("https://example.com/m.gguf"),
+    new Request("/models/m.gguf", { headers: { authorization: "Bearer t" } }),
+    await fetch("/models/m.gguf"),
+    bytes,
+    bytes.buffer,
+    new DataView(bytes.buffer),
+    file,
+    new Blob([bytes]),
+    stream,
+  ];
+  // @ts-expect-error a number is not a model source
+  await loadModel(123);
+
+  const phases: Record<LoadPhase, string> = { download: "Downloading", parse: "Checking", upload: "Uploading", compile: "Compiling" };
+  const onProgress = (p: LoadProgress): void => {
+    // totalBytes is undefined without a content-length: it must be checked.
+    // @ts-expect-error totalBytes may be undefined
+    const total: number = p.totalBytes;
+    const percent = p.totalBytes === undefined ? "" : ` ${Math.round((100 * p.loadedBytes) / p.totalBytes)}%`;
+    console.log(`${phases[p.phase]}${percent}${p.fromCache ? " (cached)" : ""}`, total);
+  };
+  // @ts-expect-error a closed union
+  const badPhase: LoadPhase = "verify";
+  console.log(badPhase);
+
+  const sizes: LoadOptions = { nCtx: 512, maxBatch: 64, kvF16: true };
+  const cache: CacheMode = "undefined" !== typeof caches ? "cache-api" : "opfs";
+  const controller = new AbortController();
+  const options: LoadModelOptions = { ...sizes, onProgress, cache, signal: controller.signal, strategy: "fused" };
+  // @ts-expect-error nCtx is a number
+  await loadModel(bytes, { nCtx: true });
+  // @ts-expect-error not a cache mode
+  await loadModel("/m.gguf", { cache: "indexeddb" });
+
+  for (const source of sources.slice(1)) await (await loadModel(source)).dispose();
+  try {
+    return await loadModel(sources[0] ?? "/models/m.gguf", options);
   } catch (e) {
-    if (e instanceof FuselmError) {
-      console.log(describeKind(e.kind), e.limit, e.needed, e.available);
-    }
+    if (e instanceof FuselmError && e.kind === "aborted") console.log("load cancelled");
+    await deleteCachedModel("/models/m.gguf", cache);
+    await deleteCachedModel("/models/m.gguf"); // both stores
+    throw e;
   }
 }
 
-export async function generateText(url: string, bytes: Uint8Array): Promise<string> {
-  const load: LoadOptions = { nCtx: 512, maxBatch: 64 };
-  const source: ModelSource = new URL(url);
-  const model: Model = await loadModel(source, load);
-  const fromBytes: Model = await Model.load(bytes);
-  fromBytes.free();
-  try {
-    const info: ModelInfo = model.info();
-    const n: number = info.nCtx + info.layers + info.vocabSize + info.kvHeads;
-    const arch: string = info.architecture;
-    const options: GenerateOptions = { maxTokens: 16, chat: true, system: "Be brief." };
-    const result: GenerateResult = await model.generate("Hello", options);
-    const ids: number[] = result.tokens.concat(result.promptTokens);
-    const stop: StopReason = result.stopReason;
-    const done: boolean = stop === "end-of-generation" || stop === "length" || stop === "aborted";
-    const perSecond: number = result.timings.decodeTokensPerSecond;
-    console.log(n, arch, ids, done, perSecond);
+// ---- the model: info, tokenizer, generation, dispose ----
 
-    // @ts-expect-error the prompt is a string
-    await model.generate(42);
-    // @ts-expect-error maxTokens is a number
-    await model.generate("Hi", { maxTokens: "16" });
-    const sampled: GenerateResult = await model.generate("Hi", {
-      strategy: "fused",
-      chunkTokens: 16,
-      temperature: 0.7,
-      topK: 40,
-      topP: 0.95,
-      minP: 0.05,
-      repetitionPenalty: 1.1,
-      frequencyPenalty: 0.1,
-      presencePenalty: 0.1,
-      penaltyLastN: 64,
-      seed: 42,
-    });
-    console.log(sampled.tokens.length);
-    await model.generate("Hi", { strategy: "unfused" });
-    // The exported option types compose: a saved sampling preset, a strategy picked at run time.
-    const preset: SamplingOptions = { temperature: 0.8, topK: 40, seed: 7 };
-    const strategy: Strategy = Math.random() < 0.5 ? "fused" : "unfused";
-    const combined: GenerateOptions = { ...preset, strategy, chunkTokens: 8, maxTokens: 32 };
-    await model.generate("Hi", combined);
-    // @ts-expect-error seed is a number
-    await model.generate("Hi", { seed: "7" });
-    // @ts-expect-error temperature is a number
-    const badPreset: SamplingOptions = { temperature: "hot" };
-    // @ts-expect-error stepsPerSubmit was replaced by chunkTokens
-    await model.generate("Hi", { stepsPerSubmit: 8 });
-    const report: GenerationBenchReport = await bench({ runs: 1, smallToy: true, profile: false });
-    const row: GenerationBenchRow | undefined = report.results[0];
-    const speedup: number | undefined = row?.speedupVsUnfused;
-    console.log(report.markdown, row?.strategy, row?.decodeTokensPerSecond.median, speedup);
-    // @ts-expect-error runs is a number
-    await bench({ runs: "3" });
-    // @ts-expect-error strategy is a closed union
-    await model.generate("Hi", { strategy: "megakernel" });
-    // @ts-expect-error topK is a number
-    await model.generate("Hi", { topK: "40" });
-    // @ts-expect-error text is a string
-    const wrong: number = result.text;
-    // @ts-expect-error stopReason is a closed union
-    const never: StopReason = "timeout";
-    // @ts-expect-error nCtx is a load option, a number
-    await loadModel(bytes, { nCtx: true });
-    // @ts-expect-error a model source is bytes, a Response or a URL
-    await loadModel(123);
-    // @ts-expect-error Model has a private constructor: use loadModel
-    new Model();
-    console.log(wrong, never, badPreset);
-    return result.text;
-  } finally {
-    model.free();
+export function describe(model: Model): string {
+  const info: ModelInfo = model.info;
+  const memory: MemoryUse = info.memory;
+  const quants: QuantUse[] = info.quantTypes;
+  const strategy: Strategy = info.strategy;
+  const n: number = info.nCtx + info.layers + info.vocabSize + info.kvHeads + info.headDim;
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+  const formats = quants.map((q) => `${q.ggmlType} x${q.matrices} (${mib(q.bytes)})`).join(", ");
+  // @ts-expect-error info is a property, not a method
+  model.info();
+  return `${info.architecture} ${n} ${formats}; GPU ${mib(memory.total)} (weights ${mib(memory.weights)}, KV ${mib(memory.kvCache)}, ` +
+    `activations ${mib(memory.activations)}); ${strategy}: ${info.strategyReason} ${info.chatTemplate} ${info.adapter}`;
+}
+
+export async function tokens(model: Model): Promise<string> {
+  const options: TokenizeOptions = { addSpecial: true, parseSpecial: false };
+  const ids: number[] = await model.tokenize("<|im_start|>Hello", options);
+  const again: string = await model.detokenize(ids);
+  const fromTyped: string = await model.detokenize(Uint32Array.from(ids));
+  // @ts-expect-error addSpecial is a boolean
+  await model.tokenize("Hi", { addSpecial: "yes" });
+  // @ts-expect-error ids are numbers
+  await model.detokenize(["1"]);
+  return again + fromTyped;
+}
+
+export async function generate(model: Model, onText: (text: string) => void): Promise<GenerateResult> {
+  // Streaming: a Generation is an async iterable of chunks.
+  const generation: Generation = model.generate("Once upon a time", { maxTokens: 32, stop: ["\n\n"] });
+  const ids: number[] = [];
+  for await (const chunk of generation) {
+    const piece: GenerationChunk = chunk;
+    onText(piece.text);
+    ids.push(...piece.tokenIds);
   }
+  const result: GenerateResult = await generation.result();
+  const stop: StopReason = result.stopReason;
+  const timings: GenerateTimings = result.timings;
+  console.log(ids.length === result.tokens.length, result.promptTokens.length, result.reusedPromptTokens, stop);
+  console.log(timings.prefillSeconds + timings.decodeSeconds, timings.promptTokensPerSecond, timings.decodeTokensPerSecond);
+
+  // The whole text at once; chat formatting with a system prompt.
+  const text: string = await model.generate("Hello", { chat: true, system: "Be brief.", maxTokens: 16 }).text();
+
+  // Sampling presets compose with the other options; a strategy picked at run time.
+  const preset: SamplingOptions = {
+    temperature: 0.7, topK: 40, topP: 0.95, minP: 0.05,
+    repetitionPenalty: 1.1, frequencyPenalty: 0.1, presencePenalty: 0.1, penaltyLastN: 64, seed: 42,
+  };
+  const strategy: Strategy = Math.random() < 0.5 ? "fused" : "unfused";
+  const settings: GenerateOptions = { ...preset, strategy, chunkTokens: 8, maxTokens: 32, reusePrefix: true };
+  const controller = new AbortController();
+  const call: GenerateCallOptions = { ...settings, signal: controller.signal };
+  setTimeout(() => controller.abort(), 1000);
+  try {
+    await model.generate("Hi", call).text();
+  } catch (e) {
+    if (!(e instanceof FuselmError && e.kind === "aborted")) throw e;
+  }
+  const running = model.generate("Hi");
+  running.abort();
+  await running.result().catch((e: unknown) => console.log(explain(e)));
+
+  // @ts-expect-error generate returns a Generation at once, not a promise of the result
+  const notAResult: GenerateResult = await model.generate("Hi");
+  // @ts-expect-error the prompt is a string
+  model.generate(42);
+  // @ts-expect-error maxTokens is a number
+  model.generate("Hi", { maxTokens: "16" });
+  // @ts-expect-error seed is a number
+  model.generate("Hi", { seed: "7" });
+  // @ts-expect-error temperature is a number
+  const badPreset: SamplingOptions = { temperature: "hot" };
+  // @ts-expect-error stepsPerSubmit was replaced by chunkTokens
+  model.generate("Hi", { stepsPerSubmit: 8 });
+  // @ts-expect-error strategy is a closed union
+  model.generate("Hi", { strategy: "megakernel" });
+  // @ts-expect-error stop is a list of strings
+  model.generate("Hi", { stop: "\n" });
+  // @ts-expect-error text is a string
+  const wrong: number = result.text;
+  // @ts-expect-error stopReason is a closed union
+  const never: StopReason = "timeout";
+  // @ts-expect-error chunks have no logits
+  for await (const chunk of model.generate("Hi")) console.log(chunk.logits);
+  console.log(text, notAResult, badPreset, wrong, never);
+  return result;
+}
+
+// ---- OpenAI-shaped chat ----
+
+export async function chat(model: Model, print: (s: string) => void): Promise<ChatCompletion> {
+  const chat: Chat = model.chat;
+  const completions: ChatCompletions = chat.completions;
+  const messages: ChatMessage[] = [
+    { role: "system", content: "You are terse." },
+    { role: "user", content: "Name a colour." },
+  ];
+
+  // Non-streaming: one completion.
+  const completion: ChatCompletion = await completions.create({ messages, max_tokens: 16, temperature: 0 });
+  const [choice] = completion.choices;
+  const answer: string = choice.message.content;
+  const finish: FinishReason = choice.finish_reason;
+  const usage: ChatCompletionUsage = completion.usage;
+  console.log(completion.id, completion.object, completion.created, completion.model, finish, usage.total_tokens);
+  messages.push({ role: "assistant", content: answer }, { role: "user", content: "Another." });
+
+  // Streaming, multi-turn (the shared prefix's KV cache is reused: cached_tokens).
+  const controller = new AbortController();
+  const stream = await completions.create({
+    messages, stream: true, max_tokens: 16, seed: 7, top_p: 0.9, top_k: 40, min_p: 0.05, stop: ["."],
+    frequency_penalty: 0, presence_penalty: 0, repetition_penalty: 1, signal: controller.signal,
+    strategy: "unfused", model: "smollm2",
+  });
+  let last: ChatCompletionChunk | undefined;
+  for await (const chunk of stream) {
+    const [delta] = chunk.choices;
+    // The delta's content is optional (the first chunk carries the role).
+    // @ts-expect-error content may be undefined
+    const piece: string = delta.delta.content;
+    print(delta.delta.content ?? "");
+    const reason: FinishReason | null = delta.finish_reason;
+    if (reason !== null) last = chunk;
+    console.log(piece);
+  }
+  const cached: number | undefined = last?.usage?.prompt_tokens_details.cached_tokens;
+  console.log(cached);
+
+  // A request whose `stream` is not known statically gives either shape.
+  const request: ChatCompletionRequest = { messages, stream: Math.random() < 0.5, stop: "\n" };
+  const either = await completions.create(request);
+  if (Symbol.asyncIterator in either) {
+    for await (const chunk of either) print(chunk.choices[0].delta.content ?? "");
+  } else {
+    print(either.choices[0].message.content);
+  }
+
+  // @ts-expect-error a stream is not a completion
+  const notCompletion: ChatCompletion = await completions.create({ messages, stream: true });
+  // @ts-expect-error a completion is not iterable
+  for await (const chunk of await completions.create({ messages })) console.log(chunk);
+  // @ts-expect-error finish_reason is a closed union
+  const badFinish: FinishReason = "timeout";
+  // @ts-expect-error messages are required
+  await completions.create({ max_tokens: 4 });
+  // @ts-expect-error max_tokens is a number
+  await completions.create({ messages, max_tokens: "4" });
+  console.log(notCompletion, badFinish);
+  return completion;
+}
+
+export async function main(url: string, bytes: Uint8Array<ArrayBuffer>): Promise<void> {
+  console.log(await adapter());
+  const model: Model = await load(new File([bytes], "m.gguf"), bytes, new Blob([bytes]).stream());
+  try {
+    console.log(describe(model), await tokens(model), url);
+    await generate(model, (t) => console.log(t));
+    await chat(model, (t) => console.log(t));
+  } catch (e) {
+    console.error(explain(e));
+  } finally {
+    await model.dispose();
+  }
+  // @ts-expect-error free() was replaced by dispose()
+  model.free();
 }

@@ -1,24 +1,40 @@
 // A fresh Vite + TypeScript app using fuselm from its npm tarball: load the model served next to
-// the page, generate a few tokens, and report them in the DOM for the test (data-state, #result).
-import { loadModel, FuselmError } from "fuselm";
+// the page, stream a few tokens, and report them in the DOM for the test (data-state, #result).
+import { loadModel, FuselmError, type LoadPhase } from "fuselm";
 
 const el = (id: string): HTMLElement => document.getElementById(id)!;
 
 async function main(): Promise<void> {
   const params = new URLSearchParams(location.search);
-  const model = await loadModel(new URL(params.get("model") ?? "synthetic.gguf", location.href), { nCtx: 64 });
+  const phases: LoadPhase[] = [];
+  const model = await loadModel(new URL(params.get("model") ?? "synthetic.gguf", location.href), {
+    nCtx: 64,
+    onProgress: (p) => {
+      if (phases.at(-1) !== p.phase) phases.push(p.phase);
+      el("status").textContent = `${p.phase} ${p.loadedBytes}/${p.totalBytes ?? "?"} bytes`;
+    },
+  });
   try {
     el("status").textContent = "generating…";
-    const result = await model.generate("Hello", { maxTokens: 8 });
-    el("text").textContent = result.text;
+    const generation = model.generate("Hello", { maxTokens: 8 });
+    let streamedText = "";
+    const streamedIds: number[] = [];
+    for await (const chunk of generation) {
+      streamedText += chunk.text;
+      streamedIds.push(...chunk.tokenIds);
+      el("text").textContent = streamedText;
+    }
+    const result = await generation.result();
     el("result").textContent = JSON.stringify({
       text: result.text,
       tokens: result.tokens,
       stopReason: result.stopReason,
-      wasmUrl: performance.getEntriesByType("resource").map((e) => e.name).find((n) => n.endsWith(".wasm")),
+      streamedText,
+      streamedIds,
+      phases,
     });
   } finally {
-    model.free();
+    await model.dispose();
   }
 }
 
