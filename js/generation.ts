@@ -26,10 +26,12 @@ export class Generation implements AsyncIterable<GenerationChunk> {
   #settled = false;
   #aborted = false;
   #abortReason: unknown;
+  readonly #stop = new AbortController();
   readonly #result: Promise<GenerateResult>;
 
-  /** @internal Use `model.generate()`. `start` runs the wasm generation with a token sink. */
-  constructor(start: (sink: TokenSink) => Promise<GenerateResult>, signal?: AbortSignal) {
+  /** @internal Use `model.generate()`. `start` runs the generation with a token sink; `stop`
+   * fires when the generation is aborted (the sink also refuses tokens from then on). */
+  constructor(start: (sink: TokenSink, stop: AbortSignal) => Promise<GenerateResult>, signal?: AbortSignal) {
     const sink: TokenSink = (text, tokenId) => {
       if (this.#aborted) return false;
       const last = this.#queue.at(-1);
@@ -48,7 +50,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     else signal?.addEventListener("abort", onAbort, { once: true });
     const run = this.#aborted
       ? Promise.reject(this.#abortedError())
-      : start(sink).then(
+      : start(sink, this.#stop.signal).then(
           (r) => {
             if (this.#aborted || r.stopReason === "aborted") throw this.#abortedError();
             return r;
@@ -71,6 +73,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     if (this.#settled || this.#aborted) return;
     this.#aborted = true;
     this.#abortReason = reason;
+    this.#stop.abort(reason);
     this.#notify();
   }
 

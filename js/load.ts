@@ -49,6 +49,11 @@ export interface LoadModelOptions extends LoadOptions {
   /** The strategy `generate` and `chat.completions.create` use when they are not given one.
    * Default: the one `info.strategy` names ("fused" wherever the fused kernels fit). */
   strategy?: Strategy;
+  /** Run the model in a module Web Worker: every GPU call and the load happen off the main
+   * thread, with the same API (streaming and abort cross the worker boundary). `true` starts
+   * the worker script shipped next to this module (`dist/worker.js`); `{ url }` names another
+   * copy of it (e.g. where a bundler put it). */
+  worker?: boolean | { url: string | URL };
 }
 
 /** Bytes handed to the wasm loader per call when the source is one big buffer. */

@@ -46,7 +46,7 @@ export interface Model {
 }
 
 /** The model on this thread: a thin wrapper over the wasm `Model`. */
-class LocalModel implements Model {
+export class LocalModel implements Model {
   #raw: wasm.Model | undefined;
   #running: Generation | undefined;
   readonly #strategy: Strategy | undefined;
@@ -59,10 +59,17 @@ class LocalModel implements Model {
     this.info = raw.info();
     this.chat = {
       completions: chatCompletions(
-        (messages, options, signal) => this.#start((m, sink, o) => m.chat(messages, o, sink), options, signal),
+        (messages, options, signal) => this.generateChat(messages, { ...options, signal }),
         () => `fuselm/${this.info.architecture}`,
       ),
     };
+  }
+
+  /** Generation from a conversation rendered with the chat template (what `chat.completions`
+   * runs; the worker calls it directly). */
+  generateChat(messages: ChatMessage[], options: GenerateCallOptions = {}): Generation {
+    const { signal, ...settings } = options;
+    return this.#start((m, sink, o) => m.chat(messages, o, sink), settings, signal);
   }
 
   generate(prompt: string, options: GenerateCallOptions = {}): Generation {
@@ -148,6 +155,15 @@ function disposedError(): FuselmError {
  * "webgpu-unavailable", "no-adapter".
  */
 export async function loadModel(source: ModelSource, options: LoadModelOptions = {}): Promise<Model> {
+  if (options.worker !== undefined && options.worker !== false) {
+    const { loadInWorker } = await import("./worker-client.js");
+    return loadInWorker(source, options);
+  }
+  return loadLocal(source, options);
+}
+
+/** `loadModel` on this thread. */
+export async function loadLocal(source: ModelSource, options: LoadModelOptions = {}): Promise<LocalModel> {
   const raw = await loadRaw(source, options);
   return new LocalModel(raw, options.strategy);
 }
