@@ -24,24 +24,35 @@ before(() => {
   model = syntheticModel();
 });
 
-function checkGenerated(run, wasmPath) {
+/** One generation's report (a mode of the page): streamed vs final, the load phases. */
+function checkMode(result, mode) {
+  assert.ok(result.tokens.length > 0, `${mode}: no tokens generated`);
+  assert.ok(result.tokens.every((id) => Number.isInteger(id) && id >= 0), `${mode}: token ids ${result.tokens}`);
+  assert.equal(result.text, decodeSynthetic(result.tokens), `${mode}: text vs the synthetic vocabulary's bytes`);
+  assert.deepEqual(result.streamedIds, result.tokens, `${mode}: ids streamed by \`for await\` vs result().tokens`);
+  assert.equal(result.streamedText, result.text, `${mode}: text streamed by \`for await\` vs result().text`);
+  const phases = ["download", "parse", "upload", "compile"];
+  assert.ok(result.phases.length > 0 && result.phases.every((p) => phases.includes(p)), `${mode}: load phases ${result.phases}`);
+  assert.equal(result.phases.at(-1), "compile", `${mode}: load phases ${result.phases}`);
+}
+
+/** The page's run: both modes generated the same ids; the wasm and the worker script came from `paths`. */
+function checkGenerated(run, paths) {
   assert.deepEqual(run.pageErrors, [], "uncaught page errors");
   assert.equal(run.state, "done", `the page failed: ${run.error}\n${run.consoleLines.join("\n")}`);
-  const { result } = run;
-  assert.ok(result.tokens.length > 0, "no tokens generated");
-  assert.ok(result.tokens.every((id) => Number.isInteger(id) && id >= 0), `token ids: ${result.tokens}`);
-  assert.equal(result.text, decodeSynthetic(result.tokens), "text vs the synthetic vocabulary's bytes");
-  assert.deepEqual(result.streamedIds, result.tokens, "ids streamed by `for await` vs result().tokens");
-  assert.equal(result.streamedText, result.text, "text streamed by `for await` vs result().text");
-  assert.ok(result.phases.length > 0 && result.phases.every((p) => ["download", "parse", "upload", "compile"].includes(p)), `load phases: ${result.phases}`);
-  assert.equal(result.phases.at(-1), "compile", `load phases: ${result.phases}`);
-  const wasm = run.responses.filter((r) => r.url.endsWith(".wasm"));
-  assert.equal(wasm.length, 1, `wasm requests: ${JSON.stringify(wasm)}`);
-  assert.match(new URL(wasm[0].url).pathname, wasmPath);
-  assert.equal(wasm[0].status, 200);
+  const { main, worker } = run.result;
+  checkMode(main, "main thread");
+  checkMode(worker, "worker");
+  assert.deepEqual(worker.tokens, main.tokens, "worker vs main thread ids");
   const failed = run.responses.filter((r) => r.status >= 400 && !r.url.endsWith("/favicon.ico"));
   assert.deepEqual(failed, [], "failed requests");
-  return result;
+  for (const [what, path] of Object.entries(paths)) {
+    const hits = run.responses.filter((r) => path.test(new URL(r.url).pathname));
+    assert.ok(hits.length > 0, `no request for the ${what} (${path}): ${run.responses.map((r) => r.url).join(" ")}`);
+  }
+  const wasm = run.responses.filter((r) => r.url.endsWith(".wasm"));
+  assert.ok(wasm.every((r) => paths.wasm.test(new URL(r.url).pathname)), `wasm requests: ${JSON.stringify(wasm)}`);
+  return main;
 }
 
 test("a Vite + TypeScript app bundles the package and generates", async () => {
@@ -59,8 +70,11 @@ test("a Vite + TypeScript app bundles the package and generates", async () => {
   copyFileSync(model, join(app, "dist/synthetic.gguf"));
   const { server, url } = await serveDir(join(app, "dist"));
   try {
-    const result = checkGenerated(await runPage(url), /^\/assets\/fuselm_bg-[\w-]+\.wasm$/);
-    console.log(`vite app: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}; load phases ${result.phases}`);
+    const result = checkGenerated(await runPage(url), {
+      wasm: /^\/assets\/fuselm_bg-[\w-]+\.wasm$/,
+      "worker script": /^\/assets\/worker-[\w-]+\.js$/,
+    });
+    console.log(`vite app: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}; the same in the worker`);
     generated.vite = result.tokens;
   } finally {
     server.close();
@@ -74,8 +88,11 @@ test("a static page imports ./node_modules/fuselm/dist/index.js and generates", 
   copyFileSync(model, join(site, "synthetic.gguf"));
   const { server, url } = await serveDir(site);
   try {
-    const result = checkGenerated(await runPage(url), /^\/node_modules\/fuselm\/dist\/wasm\/fuselm_bg\.wasm$/);
-    console.log(`static page: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}; load phases ${result.phases}`);
+    const result = checkGenerated(await runPage(url), {
+      wasm: /^\/node_modules\/fuselm\/dist\/wasm\/fuselm_bg\.wasm$/,
+      "worker script": /^\/node_modules\/fuselm\/dist\/worker\.js$/,
+    });
+    console.log(`static page: ${result.tokens.length} tokens: ${JSON.stringify(result.text)}; the same in the worker`);
     if (generated.vite) assert.deepEqual(result.tokens, generated.vite, "the static page and the Vite app disagree");
   } finally {
     server.close();

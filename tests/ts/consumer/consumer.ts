@@ -184,6 +184,12 @@ export async function load(file: File, bytes: Uint8Array<ArrayBuffer>, stream: R
   await loadModel("/m.gguf", { cache: "indexeddb" });
 
   for (const source of sources.slice(1)) await (await loadModel(source)).dispose();
+  // Worker mode: the same Model API, run in fuselm's module worker (or a copy of it elsewhere).
+  const inWorker: Model = await loadModel(bytes, { ...sizes, worker: true, onProgress });
+  await inWorker.dispose();
+  await (await loadModel(file, { worker: { url: new URL("/static/fuselm-worker.js", location.href) } })).dispose();
+  // @ts-expect-error worker is a boolean or { url }
+  await loadModel(file, { worker: "yes" });
   try {
     return await loadModel(sources[0] ?? "/models/m.gguf", options);
   } catch (e) {

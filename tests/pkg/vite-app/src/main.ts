@@ -1,14 +1,16 @@
 // A fresh Vite + TypeScript app using fuselm from its npm tarball: load the model served next to
-// the page, stream a few tokens, and report them in the DOM for the test (data-state, #result).
+// the page, on the main thread and then in fuselm's module worker (which Vite must bundle), stream
+// a few tokens each time, and report them in the DOM for the test (data-state, #result).
 import { loadModel, FuselmError, type LoadPhase } from "fuselm";
 
 const el = (id: string): HTMLElement => document.getElementById(id)!;
 
-async function main(): Promise<void> {
+async function run(worker: boolean) {
   const params = new URLSearchParams(location.search);
   const phases: LoadPhase[] = [];
   const model = await loadModel(new URL(params.get("model") ?? "synthetic.gguf", location.href), {
     nCtx: 64,
+    worker,
     onProgress: (p) => {
       if (phases.at(-1) !== p.phase) phases.push(p.phase);
       el("status").textContent = `${p.phase} ${p.loadedBytes}/${p.totalBytes ?? "?"} bytes`;
@@ -25,17 +27,16 @@ async function main(): Promise<void> {
       el("text").textContent = streamedText;
     }
     const result = await generation.result();
-    el("result").textContent = JSON.stringify({
-      text: result.text,
-      tokens: result.tokens,
-      stopReason: result.stopReason,
-      streamedText,
-      streamedIds,
-      phases,
-    });
+    return { text: result.text, tokens: result.tokens, stopReason: result.stopReason, streamedText, streamedIds, phases };
   } finally {
     await model.dispose();
   }
+}
+
+async function main(): Promise<void> {
+  const main = await run(false);
+  const worker = await run(true);
+  el("result").textContent = JSON.stringify({ main, worker });
 }
 
 main().then(
