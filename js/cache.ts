@@ -315,7 +315,7 @@ function networkError(e: unknown, url: string, signal?: AbortSignal): FuselmErro
   return new FuselmError("network", `could not download ${url}: ${message}`, { cause: e });
 }
 
-/** Stops `reader` and errors the stream when `signal` aborts; returns the cleanup. */
+/** Runs `action` once when `signal` aborts; returns the function that unregisters it. */
 function onAbort(signal: AbortSignal | undefined, action: () => void): () => void {
   if (!signal) return () => {};
   signal.addEventListener("abort", action, { once: true });
@@ -387,8 +387,10 @@ const hex = (n: number) => `0x${n.toString(16).padStart(8, "0")}`;
  * Backpressure instead of `ReadableStream.tee()`: tee() lets the faster branch run ahead and
  * buffers everything the slower one has not read, so a cache write slower than the consumer (or
  * the consumer slower than the cache) could hold a second copy of the model in memory. Here each
- * chunk is handed to the sink only once the sink's queue (SINK_QUEUE_BYTES) has room, and to
- * the consumer only when it pulls (highWaterMark 0): at most ~4 MiB plus one chunk is buffered.
+ * chunk is handed to the sink only once the sink's queue has room (Cache Storage: the pipe's
+ * SINK_QUEUE_BYTES; OPFS: the file writable's own one-chunk queue), and read from the network
+ * only when the consumer pulls (highWaterMark 0): at most ~4 MiB plus one chunk is buffered, and
+ * a slow cache slows the download down to its pace rather than piling up bytes.
  * The sink gets a copy of each chunk, so the consumer may transfer or detach its chunks (e.g.
  * postMessage them to a worker) while the cache still holds queued ones.
  *

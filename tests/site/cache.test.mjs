@@ -3,7 +3,8 @@
 // bytes; a damaged entry fails verification; an incomplete entry (body without metadata) is
 // ignored; an aborted download leaves no complete entry. A server in front of scripts/serve.mjs
 // counts the GET requests for each model URL. Without Cache Storage / OPFS (Node) the body comes
-// from the network. Once on the real model: the CRC-32 throughput and the cache's read times.
+// from the network. loadModel(url, { cache }) end to end on the synthetic model: the second load
+// comes from the cache with the same tokens, a damaged entry is downloaded again. Once on the real model: the CRC-32 throughput and the cache's read times.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -67,7 +68,7 @@ before(async () => {
   await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
   base = `http://127.0.0.1:${server.address().port}`;
 
-  browser = await launch({ webgpu: false });
+  browser = await launch(); // WebGPU (SwiftShader) for the loadModel() tests
   page = await browser.newPage();
   page.on("pageerror", (e) => console.error("page error:", e));
   await page.goto(`${base}/tests/site/pages/cache/`);
@@ -231,6 +232,50 @@ test("without Cache Storage or OPFS (Node) the body comes from the network", asy
   }
   assert.equal(count(url), 3);
   await deleteCachedModel(base + url);
+});
+
+// Each loadModel() compiles the kernels, which takes SwiftShader tens of seconds on a busy 2-core
+// machine: three loads in all. The loader treats both stores alike (it only calls openModelBody),
+// so Cache Storage gets the cache hit and OPFS the damaged entry.
+test("loadModel(): the second load comes from the cache with the same tokens; a damaged entry is downloaded again", async () => {
+  const url = modelUrl("load");
+  const load = (mode) =>
+    page.evaluate(
+      async ({ url, mode }) => {
+        const { loadModel } = await import("/dist/index.js");
+        const progress = [];
+        const model = await loadModel(url, { cache: mode, nCtx: 64, onProgress: (p) => progress.push({ ...p }) });
+        try {
+          const { tokens } = await model.generate("Hello", { maxTokens: 4 }).result();
+          return { tokens, fromCache: [...new Set(progress.map((p) => p.fromCache))], last: progress.at(-1) };
+        } finally {
+          await model.dispose();
+        }
+      },
+      { url, mode },
+    );
+  const first = await load("cache-api");
+  assert.deepEqual(first.fromCache, [false]);
+  assert.equal(first.last.totalBytes, model.size);
+  assert.equal(first.tokens.length, 4);
+  assert.equal(count(url), 1);
+  assert.equal((await call("entry", url, "cache-api")).meta?.checksum, model.crc32);
+
+  const second = await load("cache-api");
+  assert.deepEqual(second.fromCache, [true], "every progress report of the second load says fromCache");
+  assert.equal(second.last.totalBytes, model.size);
+  assert.deepEqual(second.tokens, first.tokens, "the cached model generates the same tokens");
+  assert.equal(count(url), 1, "no request for a cached model");
+
+  // An OPFS entry with a flipped byte in the tensor data: it parses fine, only the CRC-32 finds it.
+  assert.equal((await call("read", url, "opfs")).error, undefined);
+  assert.equal(count(url), 2);
+  await call("corrupt", url, "opfs", Math.floor(model.size / 2));
+  const third = await load("opfs");
+  assert.deepEqual(third.fromCache, [true, false], "read from the cache, then downloaded again");
+  assert.deepEqual(third.tokens, first.tokens);
+  assert.equal(count(url), 3);
+  assert.equal((await call("entry", url, "opfs")).meta?.checksum, model.crc32, "the download stored a good entry");
 });
 
 test("the real model: CRC-32 throughput and cache read times", { skip: !existsSync(`${root}${realModel}`) && `${realModel} is missing (scripts/fetch-model)` }, async (t) => {
