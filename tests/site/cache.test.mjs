@@ -181,6 +181,22 @@ for (const mode of modes) {
     assert.equal(cached.sha256, model.sha256);
   });
 
+  test(`${mode}: a worker (loadModel's worker mode) shares the page's entries`, async () => {
+    const url = modelUrl(`worker-${mode}`);
+    const inWorker = await call("readInWorker", url, mode);
+    assert.equal(inWorker.error, undefined, inWorker.error);
+    assert.equal(inWorker.fromCache, false);
+    assert.equal(inWorker.sha256, model.sha256);
+    assert.equal(count(url), 1);
+    const inPage = await call("read", url, mode);
+    assert.equal(inPage.fromCache, true, "stored by the worker, read by the page");
+    assert.equal(inPage.sha256, model.sha256);
+    const again = await call("readInWorker", url, mode);
+    assert.equal(again.fromCache, true);
+    assert.equal(again.sha256, model.sha256);
+    assert.equal(count(url), 1);
+  });
+
   test(`${mode}: an aborted download leaves no complete entry`, async () => {
     const url = modelUrl(`abort-${mode}`, "&slow");
     const aborted = await call("read", url, mode, { abortAfter: 64 * 1024 });

@@ -145,6 +145,16 @@ async function timedRead(url, mode) {
   return { fromCache: body.fromCache, length, ms: performance.now() - t0 };
 }
 
+/** Reads `url` with openModelBody in a module worker (worker.js). */
+function readInWorker(url, mode) {
+  const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  return new Promise((resolve, reject) => {
+    worker.onmessage = ({ data }) => resolve(data);
+    worker.onerror = (e) => reject(new Error(e.message));
+    worker.postMessage({ url, mode });
+  }).finally(() => worker.terminate());
+}
+
 async function clearAll() {
   await caches.delete(CACHE_NAME);
   const root = await navigator.storage.getDirectory();
@@ -152,7 +162,7 @@ async function clearAll() {
 }
 
 window.cacheTest = {
-  read, entry, corrupt, writeIncomplete, checksumThroughput, timedRead, clearAll, deleteCachedModel,
+  read, readInWorker, entry, corrupt, writeIncomplete, checksumThroughput, timedRead, clearAll, deleteCachedModel,
   crc32: (text) => crc32(new TextEncoder().encode(text)),
 };
 document.body.dataset.state = "ready";
