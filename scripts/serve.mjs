@@ -1,6 +1,7 @@
 // A tiny static file server for the example site (no dependencies). Serves the repository root
 // so the page can import the built package from /dist/ and fetch models from /models/.
-// Usage: node scripts/serve.mjs [port]   (port 0 picks a free one; the URL is printed)
+// Usage: node scripts/serve.mjs [port]   (port 0 picks a free one; the site's URL is printed)
+// `/` redirects to the site's landing page, /examples/site/.
 import { createServer } from "node:http";
 import { createReadStream, statSync } from "node:fs";
 import { extname, join, normalize, resolve } from "node:path";
@@ -16,11 +17,21 @@ const types = {
   ".wasm": "application/wasm",
   ".gguf": "application/octet-stream",
   ".map": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".md": "text/markdown; charset=utf-8",
+  ".txt": "text/plain; charset=utf-8",
 };
+
+const site = "/examples/site/";
 
 export function serve(port = 0) {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname === "/" || url.pathname === "/examples/site") {
+      res.writeHead(302, { location: site }).end();
+      return;
+    }
     let path = normalize(join(root, decodeURIComponent(url.pathname)));
     if (!path.startsWith(root)) {
       res.writeHead(403).end();
@@ -36,7 +47,8 @@ export function serve(port = 0) {
         // The wasm-bindgen-test page runs on another origin and fetches the model from here.
         "access-control-allow-origin": "*",
       });
-      createReadStream(path).pipe(res);
+      if (req.method === "HEAD") res.end();
+      else createReadStream(path).pipe(res);
     } catch {
       res.writeHead(404, { "content-type": "text/plain" }).end("not found");
     }
@@ -47,5 +59,9 @@ export function serve(port = 0) {
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const server = await serve(Number(process.argv[2] ?? 8080));
   const { port } = server.address();
-  console.log(`fuselm example site: http://127.0.0.1:${port}/examples/site/`);
+  const base = `http://127.0.0.1:${port}${site}`;
+  console.log(`fuselm example site: ${base}`);
+  console.log(`  chat:  ${base}chat.html`);
+  console.log(`  bench: ${base}bench.html`);
+  console.log("(Ctrl-C to stop)");
 }

@@ -3,9 +3,9 @@
 // Query parameters prefill the form: ?model=URL&prompt=TEXT&maxTokens=N&chat=0|1&strategy=S
 // &temperature=T&topK=K&seed=N, and ?autorun generates on load (what tests/site uses).
 // In your own site: `import { loadModel } from "fuselm"`.
-import { loadModel, FuselmError } from "../../dist/index.js";
+import { loadModel } from "../../dist/index.js";
+import { $, errorKind, errorText, fmtBytes, rows } from "./ui.js";
 
-const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 $("model").value = params.get("model") ?? "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 if (params.has("prompt")) $("prompt").value = params.get("prompt");
@@ -17,27 +17,14 @@ if (params.has("seed")) $("seed").value = params.get("seed");
 // A test passing a prompt wants it verbatim unless it asks for the chat template.
 if (params.has("chat") || params.has("prompt")) $("chat").checked = params.get("chat") === "1";
 
-function rows(table, entries) {
-  table.replaceChildren(
-    ...entries.map(([k, v]) => {
-      const tr = document.createElement("tr");
-      for (const c of [k, v]) {
-        const td = document.createElement("td");
-        td.textContent = String(c);
-        tr.append(td);
-      }
-      return tr;
-    }),
-  );
-}
-
 // The model stays loaded between clicks while its URL does not change.
 let loaded; // { url, model }
 
 async function modelFor(url) {
   if (loaded?.url === url) return loaded.model;
-  loaded?.model.free();
+  const old = loaded?.model;
   loaded = undefined;
+  await old?.dispose();
   $("status").textContent = `loading ${url}…`;
   const model = await loadModel(url);
   loaded = { url, model };
@@ -51,12 +38,15 @@ async function run(event) {
   $("generate").disabled = true;
   try {
     const model = await modelFor($("model").value);
-    const info = model.info();
+    const info = model.info;
     rows($("info"), [
       ["architecture", info.architecture], ["layers", info.layers],
       ["embedding / feed-forward", `${info.embeddingLength} / ${info.feedForwardLength}`],
       ["heads (kv)", `${info.heads} (${info.kvHeads})`], ["vocabulary", info.vocabSize],
       ["context (trained / loaded nCtx)", `${info.contextLength} / ${info.nCtx}`], ["tied output", info.tiedOutput],
+      ["weights", info.quantTypes.map((q) => `${q.ggmlType} ×${q.matrices}`).join(", ")],
+      ["GPU memory", fmtBytes(info.memory.total)], ["adapter", info.adapter],
+      ["default strategy", `${info.strategy} (${info.strategyReason})`],
     ]);
     $("status").textContent = "generating…";
     const temperature = Number($("temperature").value);
@@ -68,7 +58,15 @@ async function run(event) {
     };
     // top-k and the seed only matter when sampling.
     if (temperature > 0) Object.assign(options, { topK: Number($("top-k").value), seed: Number($("seed").value) });
-    const result = await model.generate($("prompt").value, options);
+    // The text streams in; the result has the ids and timings.
+    const generation = model.generate($("prompt").value, options);
+    let streamed = "";
+    for await (const chunk of generation) {
+      streamed += chunk.text;
+      $("text").textContent = streamed;
+      $("output").hidden = false;
+    }
+    const result = await generation.result();
     const t = result.timings;
     $("text").textContent = result.text;
     $("tokens").textContent = result.tokens.join(" ");
@@ -86,8 +84,8 @@ async function run(event) {
     $("status").textContent = `done: ${result.tokens.length} tokens (${result.stopReason})`;
   } catch (e) {
     document.body.dataset.state = "error";
-    document.body.dataset.errorKind = e instanceof FuselmError ? e.kind : "unknown";
-    $("status").textContent = e instanceof FuselmError ? `${e.kind}: ${e.message}` : String(e);
+    document.body.dataset.errorKind = errorKind(e);
+    $("status").textContent = errorText(e);
   } finally {
     $("generate").disabled = false;
   }

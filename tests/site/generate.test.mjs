@@ -76,19 +76,19 @@ test("the browser generates the native ids for the synthetic model", async () =>
     assert.equal(await page.textContent("#tokens"), result.tokens.join(" "));
     assert.ok(result.timings.prefillSeconds > 0 && result.timings.decodeSeconds >= 0);
 
-    // The typed API from a page script: busy while generating, info, a freed model.
+    // The typed API from a page script: busy while generating, info, a disposed model.
     const api = await page.evaluate(async (url) => {
       const { loadModel, FuselmError } = await import("/dist/index.js");
       const kind = (e) => (e instanceof FuselmError ? e.kind : `untyped: ${e}`);
       const model = await loadModel(url, { nCtx: 64 });
-      const info = model.info();
+      const info = model.info;
       const first = model.generate("Hi", { maxTokens: 4 });
-      const second = await model.generate("Hi", { maxTokens: 4 }).then(() => "resolved", kind);
-      const firstTokens = (await first).tokens.length;
-      const tooLong = await model.generate("Hi", { maxTokens: 100 }).then(() => "resolved", kind);
-      const after = (await model.generate("Hi", { maxTokens: 2 })).tokens.length;
-      model.free();
-      const freed = await model.generate("Hi").then(() => "resolved", kind);
+      const second = await model.generate("Hi", { maxTokens: 4 }).result().then(() => "resolved", kind);
+      const firstTokens = (await first.result()).tokens.length;
+      const tooLong = await model.generate("Hi", { maxTokens: 100 }).result().then(() => "resolved", kind);
+      const after = (await model.generate("Hi", { maxTokens: 2 }).result()).tokens.length;
+      await model.dispose();
+      const freed = await model.generate("Hi").result().then(() => "resolved", kind);
       return { info, second, firstTokens, tooLong, after, freed };
     }, `/${modelPath}`);
     assert.equal(api.second, "busy");
@@ -96,13 +96,16 @@ test("the browser generates the native ids for the synthetic model", async () =>
     assert.equal(api.tooLong, "limit-exceeded");
     assert.equal(api.after, 2, "the model still works after a rejected generation");
     assert.equal(api.freed, "invalid-argument");
+    const { architecture, layers, embeddingLength, feedForwardLength, heads, kvHeads, headDim, vocabSize, contextLength, nCtx, tiedOutput } = api.info;
     assert.deepEqual(
-      { ...api.info },
+      { architecture, layers, embeddingLength, feedForwardLength, heads, kvHeads, headDim, vocabSize, contextLength, nCtx, tiedOutput },
       {
         architecture: "llama", layers: 3, embeddingLength: 128, feedForwardLength: 352, heads: 4, kvHeads: 2,
         headDim: 32, vocabSize: 258, contextLength: 512, nCtx: 64, tiedOutput: true,
       },
     );
+    assert.deepEqual(api.info.quantTypes.map((q) => q.ggmlType).sort(), ["Q4_0", "Q4_1", "Q8_0"]);
+    assert.ok(api.info.memory.total >= api.info.memory.weights + api.info.memory.kvCache);
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();
@@ -128,14 +131,14 @@ test("seeded sampling and the unfused strategy give the native ids in the browse
         const { loadModel, FuselmError } = await import("/dist/index.js");
         const kind = (e) => (e instanceof FuselmError ? e.kind : `untyped: ${e}`);
         const model = await loadModel(url, { nCtx: 64 });
-        const gen = (options) => model.generate(prompt, { maxTokens, ...options });
+        const gen = (options) => model.generate(prompt, { maxTokens, ...options }).result();
         const fusedSampled = (await gen({ ...sampling, strategy: "fused", chunkTokens: 5 })).tokens;
         const unfusedGreedy = (await gen({ strategy: "unfused" })).tokens;
         const rejected = [];
         for (const bad of [{ topK: 500 }, { topP: 0 }, { temperature: -1 }, { seed: 1.5 }, { strategy: "megakernel" }]) {
           rejected.push(await gen(bad).then(() => "resolved", kind));
         }
-        model.free();
+        await model.dispose();
         return { fusedSampled, unfusedGreedy, rejected };
       },
       { url: `/${modelPath}`, prompt, maxTokens, sampling },
@@ -149,10 +152,10 @@ test("seeded sampling and the unfused strategy give the native ids in the browse
   }
 });
 
-test("a file that is not GGUF gives invalid-model, a missing one invalid-argument", async () => {
+test("a file that is not GGUF gives invalid-model, a missing one network", async () => {
   const browser = await launch();
   try {
-    for (const [model, kind] of [["/README.md", "invalid-model"], ["/target/site-test/missing.gguf", "invalid-argument"]]) {
+    for (const [model, kind] of [["/README.md", "invalid-model"], ["/target/site-test/missing.gguf", "network"]]) {
       const { page } = await open(browser, pageUrl(model));
       assert.equal(await page.evaluate(() => document.body.dataset.state), "error", model);
       assert.equal(await page.evaluate(() => document.body.dataset.errorKind), kind, await page.textContent("#status"));

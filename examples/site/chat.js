@@ -1,0 +1,303 @@
+// The chat page: a multi-turn conversation with a GGUF model on this GPU, through the
+// OpenAI-shaped `model.chat.completions.create({ messages, stream: true })`. Each request sends the
+// whole conversation (as with OpenAI); fuselm reuses the KV cache of the shared prefix, so a new
+// turn only prefills what is new (`usage.prompt_tokens_details.cached_tokens`).
+//
+// Query parameters: ?model=URL prefills the model field, &autoload loads it, &cache=none|cache-api|opfs.
+// For tests the page exposes `document.body.dataset.state` ("idle" | "loading" | "ready" |
+// "generating" | "error"), `dataset.errorKind` after an error, `dataset.phases` (the load phases
+// seen, in order) and `dataset.fromCache` when the bytes came from the cache.
+// In your own site: `import { loadModel } from "fuselm"`.
+import { loadModel } from "../../dist/index.js";
+import { $, clearError, errorKind, fmtBytes, fmtNumber, showError } from "./ui.js";
+
+const params = new URLSearchParams(location.search);
+$("model-url").value = params.get("model") ?? "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+if (params.has("cache")) $("cache").value = params.get("cache");
+
+let model; // the loaded Model, if any
+let modelName = "";
+let loadAbort; // AbortController of the load in progress
+let generation; // { abort: AbortController } of the answer in progress
+/** The conversation sent with every request: { role, content }[] (the system prompt is added per request). */
+let conversation = [];
+
+function setState(state) {
+  document.body.dataset.state = state;
+  const busy = state === "loading" || state === "generating";
+  $("send").disabled = !model || busy;
+  $("stop").disabled = state !== "generating";
+  $("load").disabled = busy;
+  $("model-file").disabled = busy;
+  $("unload").disabled = busy;
+}
+
+// ---------------------------------------------------------------- loading
+
+function showProgress(p) {
+  const order = ["download", "parse", "upload", "compile"];
+  const at = order.indexOf(p.phase);
+  for (const li of $("progress").querySelectorAll("li")) {
+    const i = order.indexOf(li.dataset.phase);
+    li.className = i < at ? "done" : i === at ? "active" : "";
+  }
+  const seen = document.body.dataset.phases ? document.body.dataset.phases.split(",") : [];
+  if (seen.at(-1) !== p.phase) document.body.dataset.phases = [...seen, p.phase].join(",");
+  if (p.fromCache) document.body.dataset.fromCache = "true";
+  const bar = $("progress-bar");
+  if (p.totalBytes) bar.value = Math.min(1, p.loadedBytes / p.totalBytes);
+  else bar.removeAttribute("value"); // indeterminate: the size is unknown
+  const amount = p.totalBytes ? `${fmtBytes(p.loadedBytes)} / ${fmtBytes(p.totalBytes)}` : fmtBytes(p.loadedBytes);
+  $("progress-text").textContent = `${p.phase} ${amount}${p.fromCache ? " (from cache)" : ""}`;
+}
+
+function showInfo(info, seconds) {
+  const m = info.memory;
+  const entries = [
+    ["model", modelName],
+    ["loaded in", `${seconds.toFixed(1)} s`],
+    ["architecture", `${info.architecture}, ${info.layers} layers, d ${info.embeddingLength}, ${info.heads} heads (${info.kvHeads} kv)`],
+    ["weights", info.quantTypes.map((q) => `${q.ggmlType} ×${q.matrices} (${fmtBytes(q.bytes)})`).join(", ")],
+    ["GPU memory", `${fmtBytes(m.total)} (weights ${fmtBytes(m.weights)}, KV cache ${fmtBytes(m.kvCache)}, activations ${fmtBytes(m.activations)})`],
+    ["context", `${info.nCtx} tokens (trained ${info.contextLength})`],
+    ["vocabulary", `${info.vocabSize}${info.chatTemplate ? ", chat template" : ", no chat template"}`],
+    ["adapter", info.adapter || "–"],
+    ["strategy", info.strategyReason.startsWith(info.strategy) ? info.strategyReason : `${info.strategy}: ${info.strategyReason}`],
+  ];
+  $("model-info").replaceChildren(
+    ...entries.flatMap(([k, v]) => {
+      const dt = document.createElement("dt");
+      const dd = document.createElement("dd");
+      dt.textContent = k;
+      dd.textContent = v;
+      return [dt, dd];
+    }),
+  );
+  $("model-summary").hidden = false;
+}
+
+async function unload() {
+  if (!model) return;
+  const old = model;
+  model = undefined;
+  $("model-summary").hidden = true;
+  await old.dispose();
+}
+
+async function load(source, name) {
+  clearError($("error"));
+  await unload();
+  modelName = name;
+  loadAbort = new AbortController();
+  delete document.body.dataset.phases;
+  delete document.body.dataset.fromCache;
+  setState("loading");
+  $("progress").hidden = false;
+  $("status").textContent = `loading ${name}…`;
+  const t0 = performance.now();
+  try {
+    const options = { onProgress: showProgress, signal: loadAbort.signal };
+    // The cache only applies to sources fetched by URL.
+    if (typeof source === "string") options.cache = $("cache").value;
+    model = await loadModel(source, options);
+    const seconds = (performance.now() - t0) / 1000;
+    showInfo(model.info, seconds);
+    $("status").textContent = `${name} is ready (${seconds.toFixed(1)} s).`;
+    setState("ready");
+    $("prompt").focus();
+  } catch (e) {
+    if (errorKind(e) === "aborted") {
+      $("status").textContent = "Loading cancelled.";
+      setState("idle");
+    } else {
+      $("status").textContent = "";
+      showError($("error"), e, `Loading ${name}`);
+      setState("error");
+    }
+  } finally {
+    loadAbort = undefined;
+    $("progress").hidden = true;
+  }
+}
+
+$("load-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const url = $("model-url").value.trim();
+  if (url) load(url, url.split("/").pop() || url);
+});
+$("model-file").addEventListener("change", () => {
+  const file = $("model-file").files?.[0];
+  if (file) load(file, file.name);
+});
+$("cancel-load").addEventListener("click", () => loadAbort?.abort());
+$("unload").addEventListener("click", async () => {
+  await unload();
+  $("status").textContent = "Model unloaded: its GPU memory is free.";
+  setState("idle");
+});
+
+// ---------------------------------------------------------------- the conversation
+
+function addMessage(role, text) {
+  $("empty")?.remove();
+  const msg = document.createElement("div");
+  msg.className = `msg ${role}`;
+  const bubble = document.createElement("div");
+  bubble.className = "bubble";
+  bubble.textContent = text;
+  msg.append(bubble);
+  $("messages").append(msg);
+  scrollDown(true);
+  return msg;
+}
+
+function scrollDown(force = false) {
+  const box = $("messages");
+  if (force || box.scrollHeight - box.scrollTop - box.clientHeight < 80) box.scrollTop = box.scrollHeight;
+}
+
+function number(id) {
+  const raw = $(id).value.trim();
+  return raw === "" ? undefined : Number(raw);
+}
+
+function request(signal) {
+  const system = $("system").value.trim();
+  const req = {
+    messages: [...(system ? [{ role: "system", content: system }] : []), ...conversation],
+    stream: true,
+    max_tokens: number("max-tokens"),
+    temperature: number("temperature"),
+    top_p: number("top-p"),
+    top_k: number("top-k"),
+    seed: number("seed"),
+    signal,
+  };
+  if ($("strategy").value) req.strategy = $("strategy").value;
+  for (const k of Object.keys(req)) if (req[k] === undefined) delete req[k];
+  return req;
+}
+
+async function send(text) {
+  if (!model || generation) return;
+  clearError($("error"));
+  // "New chat" replaces `conversation`; an answer still finishing then belongs to the old one.
+  const history = conversation;
+  history.push({ role: "user", content: text });
+  const userMsg = addMessage("user", text);
+  const msg = addMessage("assistant", "");
+  msg.classList.add("streaming");
+  const bubble = msg.querySelector(".bubble");
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  msg.append(meta);
+
+  const abort = new AbortController();
+  generation = { abort };
+  setState("generating");
+  $("status").textContent = "thinking…";
+  const t0 = performance.now();
+  let first, answer = "", usage, finish, failure;
+  try {
+    const stream = await model.chat.completions.create(request(abort.signal));
+    for await (const chunk of stream) {
+      const choice = chunk.choices?.[0];
+      const delta = choice?.delta?.content;
+      if (delta) {
+        first ??= performance.now();
+        answer += delta;
+        bubble.textContent = answer;
+        scrollDown();
+        $("status").textContent = "generating…";
+      }
+      if (choice?.finish_reason) finish = choice.finish_reason;
+      if (chunk.usage) usage = chunk.usage;
+    }
+  } catch (e) {
+    if (errorKind(e) === "aborted") finish = "stopped";
+    else failure = e;
+  }
+  const end = performance.now();
+  const seconds = (end - t0) / 1000;
+  msg.classList.remove("streaming");
+  msg.dataset.finish = failure ? "error" : finish ?? "stop";
+  generation = undefined;
+
+  if (failure) {
+    // Keep the conversation consistent: the failed turn is not part of it.
+    history.pop();
+    userMsg.classList.add("failed");
+    msg.classList.add("failed");
+    bubble.textContent = answer || "(no answer)";
+    meta.textContent = "failed";
+    $("status").textContent = "";
+    if (errorKind(failure) === "device-lost") {
+      // The GPU device is gone with the model's buffers: a new load is needed.
+      model = undefined;
+      $("model-summary").hidden = true;
+    }
+    showError($("error"), failure, "Generation");
+    setState("error");
+    return;
+  }
+  if (answer === "" && finish === "stopped") {
+    // Stopped before the first token: nothing to keep.
+    history.pop();
+    bubble.textContent = "(stopped)";
+  } else {
+    history.push({ role: "assistant", content: answer });
+  }
+  // Completion tokens: the final chunk's usage; after a stop there is none, so count them.
+  let tokens = usage?.completion_tokens;
+  const exact = tokens !== undefined;
+  if (!exact && answer) {
+    try {
+      tokens = (await model.tokenize(answer, { addSpecial: false })).length;
+    } catch {
+      // Only the statistics line needs it.
+    }
+  }
+  tokens ??= 0;
+  // Decode speed: the tokens after the first over the time after it (the first token's time is
+  // the prompt's prefill, shown apart); a one-token answer has only the overall rate.
+  const rate = tokens > 1 && first !== undefined && end > first ? (tokens - 1) / ((end - first) / 1000) : tokens / seconds;
+  const parts = [
+    `${exact ? "" : "≈"}${tokens} token${tokens === 1 ? "" : "s"}`,
+    `${fmtNumber(rate, rate < 10 ? 2 : 1)} tok/s`,
+  ];
+  if (first !== undefined) parts.push(`first token ${((first - t0) / 1000).toFixed(2)} s`);
+  if (usage) parts.push(`prompt ${usage.prompt_tokens} (${usage.prompt_tokens_details?.cached_tokens ?? 0} cached)`);
+  parts.push(finish === "stopped" ? "stopped" : finish === "length" ? "max_tokens reached" : "done");
+  meta.textContent = parts.join(" · ");
+  msg.dataset.tokensPerSecond = String(rate);
+  $("status").textContent = finish === "stopped" ? "Stopped. Say something else?" : "";
+  setState("ready");
+  $("prompt").focus();
+}
+
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = $("prompt").value.trim();
+  if (!text || !model || generation) return;
+  $("prompt").value = "";
+  send(text);
+});
+$("prompt").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+$("stop").addEventListener("click", () => generation?.abort.abort());
+$("new-chat").addEventListener("click", () => {
+  generation?.abort.abort();
+  conversation = [];
+  const empty = document.createElement("p");
+  empty.className = "empty";
+  empty.id = "empty";
+  empty.textContent = model ? "New conversation. Say something." : "Load a model, then say something.";
+  $("messages").replaceChildren(empty);
+});
+
+setState("idle");
+if (params.has("autoload")) $("load-form").requestSubmit();

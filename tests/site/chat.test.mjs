@@ -1,0 +1,240 @@
+// The chat page as a person uses it, in headless Chromium on SwiftShader: load a model, type,
+// press send, watch the answer stream in, stop a long answer, go on talking; a local file; typed
+// errors shown readably; the real SmolLM2 answering a question. Every test fails on a console error
+// or an uncaught exception / unhandled rejection, and saves a screenshot (checked not blank) to
+// target/site-screenshots/. Random-weight models talk gibberish but stream and stop like real ones:
+// the tiny one (tiny-model.mjs) where many tokens are needed, the Rust-written synthetic one
+// (`fuselm synthetic-model`) as the local file.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { launch } from "./chromium.mjs";
+import { liveBuffers, trackGpuBuffers } from "./gpu-buffers.mjs";
+import {
+  assertNoProblems, ensureSyntheticModel, ensureTinyModel, expectState, openPage, realModel, root, screenshot, startServer,
+  waitState,
+} from "./page.mjs";
+
+let server, base, synthetic, tiny;
+before(async () => {
+  synthetic = ensureSyntheticModel();
+  tiny = ensureTinyModel();
+  ({ server, base } = await startServer());
+});
+after(() => server?.close());
+
+const chatUrl = (query = "") => `${base}/examples/site/chat.html${query}`;
+const lastAnswer = (page) => page.locator("#messages .msg.assistant").last();
+
+/** Sets the sampling fields a test cares about, as a person would. */
+async function settings(page, fields) {
+  for (const [id, value] of Object.entries(fields)) await page.fill(`#${id}`, String(value));
+}
+
+/** Types a message and presses Enter. */
+async function say(page, text) {
+  await page.fill("#prompt", text);
+  await page.press("#prompt", "Enter");
+  await page.waitForFunction(() => document.body.dataset.state !== "ready");
+}
+
+/**
+ * Watches the last answer while the page generates, as a person reading along: its text length
+ * every 50 ms until the page leaves "generating". Returns the distinct lengths seen meanwhile and
+ * the final length.
+ */
+async function watchAnswer(page, timeout = 120_000) {
+  const seen = [];
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const { state, length } = await page.evaluate(() => ({
+      state: document.body.dataset.state,
+      length: [...document.querySelectorAll("#messages .msg.assistant .bubble")].at(-1)?.textContent.length ?? 0,
+    }));
+    if (state !== "generating") return { during: seen, final: length };
+    if (length > 0 && seen.at(-1) !== length) seen.push(length);
+    assert.ok(Date.now() < deadline, "the answer did not finish in time");
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+}
+
+async function loadByUrl(page, url, cache = "none") {
+  await page.fill("#model-url", url);
+  await page.selectOption("#cache", cache);
+  await page.click("#load");
+}
+
+test("chat: load, stream an answer, stop a long one, keep talking, unload", async () => {
+  // --expose-gc: the GPU memory of buffers that are dropped without destroy() is freed when their JS
+  // objects are collected; the unload check collects first.
+  const browser = await launch({ args: ["--js-flags=--expose-gc"] });
+  try {
+    const { page, problems } = await openPage(browser, chatUrl(), { init: trackGpuBuffers });
+    assert.equal(await waitState(page, ["idle"]), "idle");
+    assert.equal(await page.isDisabled("#send"), true, "nothing to send to before a model is loaded");
+    const before = await liveBuffers(page);
+
+    await loadByUrl(page, tiny);
+    await expectState(page, "ready");
+    const phases = (await page.evaluate(() => document.body.dataset.phases)).split(",");
+    const order = ["download", "parse", "upload", "compile"];
+    assert.ok(phases.includes("download") && phases.includes("upload"), `progress phases ${phases}`);
+    assert.deepEqual(phases, [...phases].sort((a, b) => order.indexOf(a) - order.indexOf(b)), "phases in order");
+    assert.match(await page.textContent("#model-info"), /tiny\.gguf/);
+    assert.match(await page.textContent("#model-info"), /Q8_0 ×8/);
+    assert.equal(await page.isHidden("#progress"), true, "the progress bar goes away once loaded");
+    const loaded = await liveBuffers(page);
+    assert.ok(loaded.bytes > before.bytes + 100_000, `the model's weights are on the GPU: ${JSON.stringify(loaded)}`);
+
+    // First turn, with the model's default strategy (fused: tokens arrive 32 at a time): the
+    // answer grows while it streams.
+    await settings(page, { "max-tokens": 40, seed: 1, temperature: 0.7 });
+    await say(page, "Hello there!");
+    const { during, final } = await watchAnswer(page);
+    const lengths = [...during, ...(final !== during.at(-1) ? [final] : [])];
+    assert.ok(during.length >= 1 && lengths.length >= 2, `saw the answer at lengths ${during} then ${final}: not streamed`);
+    assert.deepEqual(lengths, [...lengths].sort((a, b) => a - b), "the answer only grows");
+    await expectState(page, "ready");
+    const first = lastAnswer(page);
+    assert.match(await first.locator(".meta").textContent(), /\d+ tokens? · [\d.,]+ tok\/s · first token [\d.]+ s · prompt \d+ \(0 cached\)/);
+    assert.ok((await first.locator(".bubble").textContent()).length > 0);
+
+    // Second turn, a long answer with the unfused strategy (a token at a time, faster on a CPU
+    // adapter): stop it while it streams.
+    await page.selectOption("#strategy", "unfused");
+    await settings(page, { "max-tokens": 300 });
+    await say(page, "Tell me a long story.");
+    await page.waitForFunction(
+      () => ([...document.querySelectorAll("#messages .msg.assistant .bubble")].at(-1)?.textContent.length ?? 0) > 0,
+      null, { timeout: 120_000 },
+    );
+    assert.equal(await page.evaluate(() => document.body.dataset.state), "generating", `still generating when stopped (${await page.textContent("#error")})`);
+    await page.click("#stop");
+    await expectState(page, "ready", 60_000);
+    const stopped = lastAnswer(page);
+    assert.equal(await stopped.getAttribute("data-finish"), "stopped");
+    assert.match(await stopped.locator(".meta").textContent(), /stopped/);
+    assert.match(await page.textContent("#status"), /Stopped/);
+    const stoppedTokens = Number((await stopped.locator(".meta").textContent()).match(/(\d+) tokens?/)[1]);
+    assert.ok(stoppedTokens < 300, `stopped after ${stoppedTokens} tokens`);
+
+    // Third turn: the conversation goes on, and reuses the KV cache of the shared prefix.
+    await settings(page, { "max-tokens": 12 });
+    await say(page, "Thanks! And now something short.");
+    await expectState(page, "ready");
+    const third = lastAnswer(page);
+    assert.ok((await third.locator(".bubble").textContent()).length > 0, "the turn after a stop is answered");
+    const cached = Number((await third.locator(".meta").textContent()).match(/\((\d+) cached\)/)[1]);
+    assert.ok(cached > 0, "the third turn reuses the cached prefix of the conversation");
+    assert.equal(await page.locator("#messages .msg.user").count(), 3);
+    assert.equal(await page.locator("#messages .msg.assistant").count(), 3);
+    await screenshot(page, "chat-stream-stop");
+
+    // Unload frees the GPU memory.
+    await page.click("#unload");
+    await waitState(page, ["idle"]);
+    const unloaded = await liveBuffers(page);
+    assert.ok(unloaded.bytes <= before.bytes + 64 * 1024, `after unload ${JSON.stringify(unloaded)}, before load ${JSON.stringify(before)}`);
+    assert.equal(await page.isDisabled("#send"), true);
+    assertNoProblems(problems);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("chat: a model from a local file, and the Cache API select", async () => {
+  const browser = await launch();
+  try {
+    const { page, problems } = await openPage(browser, chatUrl());
+    await page.setInputFiles("#model-file", `${root}${synthetic.slice(1)}`);
+    await expectState(page, "ready");
+    assert.match(await page.textContent("#model-info"), /synthetic\.gguf/);
+    await settings(page, { "max-tokens": 4, seed: 3 });
+    await say(page, "Hi from a file");
+    await expectState(page, "ready");
+    assert.ok((await lastAnswer(page).locator(".bubble").textContent()).length > 0);
+
+    // With the Cache API, the second load of a URL comes from the cache.
+    await loadByUrl(page, tiny, "cache-api");
+    await expectState(page, "ready");
+    await page.reload();
+    await waitState(page, ["idle"]);
+    await loadByUrl(page, tiny, "cache-api");
+    await expectState(page, "ready");
+    assert.equal(await page.evaluate(() => document.body.dataset.fromCache), "true", "loaded from the cache");
+    await settings(page, { "max-tokens": 4 });
+    await say(page, "Hi from the cache");
+    await expectState(page, "ready");
+    await screenshot(page, "chat-file");
+    assertNoProblems(problems);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("chat: errors are shown with their kind, and the page recovers", async () => {
+  const browser = await launch();
+  try {
+    // The missing file's 404 is logged by Chromium itself; nothing else may be.
+    const { page, problems } = await openPage(browser, chatUrl(), { allow: [/status of 404/] });
+    await loadByUrl(page, "/README.md");
+    assert.equal(await waitState(page, ["error"]), "error");
+    assert.equal(await page.evaluate(() => document.body.dataset.errorKind), "invalid-model");
+    assert.match(await page.textContent("#error"), /Loading README\.md failed — invalid-model: \S/);
+    assert.equal(await page.isDisabled("#send"), true);
+    await screenshot(page, "chat-error");
+
+    await loadByUrl(page, "/target/site-test/missing.gguf");
+    await page.waitForFunction(() => document.body.dataset.errorKind && document.body.dataset.errorKind !== "invalid-model");
+    const missing = await page.evaluate(() => document.body.dataset.errorKind);
+    assert.ok(["network", "invalid-argument"].includes(missing), missing);
+    assert.match(await page.textContent("#error"), new RegExp(`${missing}: \\S`));
+
+    // Cancel a load (the real model is large enough to still be loading).
+    if (existsSync(`${root}${realModel}`)) {
+      await loadByUrl(page, `/${realModel}`);
+      await page.waitForFunction(() => document.body.dataset.state === "loading" && document.body.dataset.phases);
+      await page.click("#cancel-load");
+      assert.equal(await waitState(page, ["idle", "ready", "error"], 120_000), "idle");
+      assert.match(await page.textContent("#status"), /cancelled/);
+    }
+
+    // A good model after the errors: the page works.
+    await loadByUrl(page, tiny);
+    await expectState(page, "ready");
+    assert.equal(await page.isHidden("#error"), true, "the error is cleared");
+    await settings(page, { "max-tokens": 4 });
+    await say(page, "Hello?");
+    await expectState(page, "ready");
+    assertNoProblems(problems);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("chat with the real SmolLM2-135M-Instruct (a few tokens)", { skip: !existsSync(`${root}${realModel}`) && "no models/ (scripts/fetch-model)" }, async () => {
+  const browser = await launch();
+  try {
+    const { page, problems } = await openPage(browser, chatUrl(`?model=/${realModel}&autoload`));
+    await expectState(page, "ready", 300_000);
+    assert.match(await page.textContent("#model-info"), /SmolLM2-135M-Instruct\.Q4_1\.gguf/);
+    // On a CPU adapter the unfused strategy is the faster one (README, "On CPU adapters fused loses").
+    await page.selectOption("#strategy", "unfused");
+    await settings(page, { "max-tokens": 8, temperature: 0 });
+    await say(page, "What is the capital of France?");
+    await expectState(page, "ready", 300_000);
+    const answer = lastAnswer(page);
+    const text = await answer.locator(".bubble").textContent();
+    assert.match(text, /[A-Za-z]{2}/, `an English-looking answer: ${JSON.stringify(text)}`);
+    const meta = await answer.locator(".meta").textContent();
+    const tokens = Number(meta.match(/(\d+) tokens?/)[1]);
+    assert.ok(tokens >= 1 && tokens <= 8, meta);
+    assert.match(meta, /[\d.,]+ tok\/s/);
+    const loadedIn = await page.locator("#model-info dd").nth(1).textContent();
+    console.log(`SmolLM2 on SwiftShader: loaded in ${loadedIn}; ${JSON.stringify(text)} — ${meta}`);
+    await screenshot(page, "chat-smollm2");
+    assertNoProblems(problems);
+  } finally {
+    await browser.close();
+  }
+});
