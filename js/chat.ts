@@ -67,24 +67,22 @@ export interface ChatCompletionChunk {
 }
 
 export interface ChatCompletions {
-  create(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+  create(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk, void, undefined>>;
   create(request: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
-  create(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+  create(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk, void, undefined>>;
 }
 
 export interface Chat {
   completions: ChatCompletions;
 }
 
-const ROLES = new Set(["system", "user", "assistant"]);
-
 function checkRequest(request: ChatCompletionRequest): void {
   if (typeof request !== "object" || request === null || !Array.isArray(request.messages) || request.messages.length === 0) {
     throw new FuselmError("invalid-argument", "messages must be a non-empty array of { role, content }");
   }
   for (const [i, m] of request.messages.entries()) {
-    if (typeof m !== "object" || m === null || !ROLES.has(m.role) || typeof m.content !== "string") {
-      throw new FuselmError("invalid-argument", `messages[${i}] must be { role: "system" | "user" | "assistant", content: string }`);
+    if (typeof m !== "object" || m === null || typeof m.role !== "string" || m.role === "" || typeof m.content !== "string") {
+      throw new FuselmError("invalid-argument", `messages[${i}] must be { role: string, content: string } (roles: "system", "user", "assistant"; a template may accept more)`);
     }
   }
   const stop = request.stop;
@@ -131,7 +129,7 @@ export function chatCompletions(
   run: (messages: ChatMessage[], options: GenerateOptions, signal: AbortSignal | undefined) => Generation,
   modelName: () => string,
 ): ChatCompletions {
-  async function create(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
+  async function create(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk, void, undefined>> {
     const options = chatOptions(request);
     const generation = run(request.messages, options, request.signal);
     const id = completionId();
@@ -155,7 +153,7 @@ export function chatCompletions(
       model,
       choices: [{ index: 0, delta, finish_reason: finish }],
     });
-    async function* chunks(): AsyncGenerator<ChatCompletionChunk> {
+    async function* chunks(): AsyncGenerator<ChatCompletionChunk, void, undefined> {
       yield chunk({ role: "assistant", content: "" }, null);
       for await (const piece of generation) {
         if (piece.text !== "") yield chunk({ content: piece.text }, null);

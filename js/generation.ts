@@ -20,7 +20,7 @@ export type TokenSink = (text: string, tokenId: number | undefined) => boolean;
 /** A generation in progress. Iterate it for streamed chunks, or await `text()` / `result()`.
  * Aborting (its `signal` or `abort()`) makes the iteration, `text()` and `result()` reject with
  * a `FuselmError` of kind "aborted"; the model is usable again as soon as they have settled. */
-export class Generation implements AsyncIterable<GenerationChunk> {
+export class Generation implements AsyncIterable<GenerationChunk, void, undefined> {
   #queue: GenerationChunk[] = [];
   #wake: (() => void) | undefined;
   #settled = false;
@@ -87,7 +87,7 @@ export class Generation implements AsyncIterable<GenerationChunk> {
     return this.#result;
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<GenerationChunk> {
+  async *[Symbol.asyncIterator](): AsyncGenerator<GenerationChunk, void, undefined> {
     for (;;) {
       const chunk = this.#queue.shift();
       if (chunk !== undefined) {

@@ -186,9 +186,11 @@ export async function loadRaw(source: ModelSource, options: LoadModelOptions = {
       return await loadBody(body, options);
     } catch (e) {
       const corrupt = e instanceof CacheCorruptError || toFuselmError(e).kind === "invalid-model";
+      // Bytes that do not parse are never kept: a download found invalid only at its end is
+      // already a complete cache entry, and would fail every later load.
+      if (corrupt) await body.invalidate();
       if (!body.fromCache || !corrupt || signal?.aborted) throw e;
-      // The cached copy is damaged: drop it and download again.
-      await body.invalidate();
+      // The cached copy is damaged: download again.
       return await loadBody(await openBody(source, cache, signal), options);
     }
   } catch (e) {

@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct ChatMessage {
     /// "system", "user" or "assistant" (templates may accept others).
+    #[cfg_attr(
+        target_arch = "wasm32",
+        tsify(type = "\"system\" | \"user\" | \"assistant\" | (string & {})")
+    )]
     pub role: String,
     pub content: String,
 }

@@ -364,3 +364,36 @@ gpu_test!(
     streaming_loader_loads_pieces,
     streaming_loader_matches_whole_file
 );
+
+/// A model whose matrices are in a format with no GPU kernel (Q6_K) is refused with the typed
+/// "unsupported-quant" error as soon as its header is in, before any weight is uploaded.
+async fn unsupported_quant_is_refused_at_the_header() {
+    let spec = SyntheticSpec {
+        n_embd: 256,
+        n_ff: 512,
+        matrix_types: vec![fuselm::gguf::GgmlType::Q6_K],
+        ..SyntheticSpec::default()
+    };
+    let bytes = synthetic_llama(&spec);
+    let ctx = GpuContext::new().await.expect("gpu");
+    let mut loader = ModelLoader::new(ctx, LoadOptions::default());
+    let err = bytes
+        .chunks(4096)
+        .find_map(|piece| loader.push(piece).err())
+        .expect("refused");
+    assert_eq!(err.kind(), ErrorKind::UnsupportedQuant, "{err}");
+    assert!(err.to_string().contains("Q6_K"), "{err}");
+    assert_eq!(loader.status().tensors_uploaded, 0);
+    assert!(loader.status().bytes_received < bytes.len() as u64 / 2);
+    // The whole-file path says the same.
+    let ctx = GpuContext::new().await.expect("gpu");
+    let err = TextModel::load(ctx, &bytes, &LoadOptions::default())
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(err.kind(), ErrorKind::UnsupportedQuant, "{err}");
+}
+gpu_test!(
+    unsupported_quant_refused,
+    unsupported_quant_is_refused_at_the_header
+);

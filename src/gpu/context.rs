@@ -50,7 +50,10 @@ pub async fn request_adapter_with(backends: wgpu::Backends) -> Result<wgpu::Adap
         })
 }
 
-/// An adapter with its device and queue, plus what we learned about them.
+/// An adapter with its device and queue, plus what we learned about them. Each model owns its
+/// context; dropping it destroys the device, which frees every buffer made on it at once (in
+/// browsers, dropping a wgpu buffer only drops a JS reference, and its GPU memory would wait for
+/// garbage collection).
 pub struct GpuContext {
     pub adapter: wgpu::Adapter,
     pub device: wgpu::Device,
@@ -58,6 +61,12 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     /// Set by the device-lost callback: why the device was lost.
     lost: Arc<Mutex<Option<String>>>,
+}
+
+impl Drop for GpuContext {
+    fn drop(&mut self) {
+        self.device.destroy();
+    }
 }
 
 impl GpuContext {

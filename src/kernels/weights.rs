@@ -29,7 +29,7 @@ use crate::error::{FuselmError, Result};
 use crate::gguf::GgmlType;
 use crate::gpu::GpuContext;
 use crate::shaders;
-use wgpu::util::DeviceExt;
+use std::borrow::Cow;
 
 /// A weight format the kernels decode on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -170,8 +170,9 @@ pub struct WeightLayout {
 }
 
 /// Converts ggml tensor bytes of type `ty` into the GPU layout (module docs). Pure; the
-/// result is not padded to 4 bytes (an odd count of F16 values stays odd).
-pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Vec<u8>)> {
+/// result is not padded to 4 bytes (an odd count of F16 values stays odd). Formats whose layout
+/// is the file's are borrowed, not copied (a load holds one copy of a tensor, not two).
+pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>)> {
     let format = WeightFormat::from_ggml(ty)?;
     let layout = WeightLayout {
         format,
@@ -186,7 +187,7 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Vec<u8>)> {
         )));
     }
     let out = match format {
-        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::Q4_1 => bytes.to_vec(),
+        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::Q4_1 => Cow::Borrowed(bytes),
         WeightFormat::Q8_0 | WeightFormat::Q4_0 => {
             let mut out = Vec::with_capacity(bytes.len() / block * (block + 2));
             for b in bytes.chunks_exact(block) {
@@ -194,7 +195,7 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Vec<u8>)> {
                 out.extend_from_slice(&[0, 0]);
                 out.extend_from_slice(&b[2..]);
             }
-            out
+            Cow::Owned(out)
         }
     };
     Ok((layout, out))
@@ -278,15 +279,7 @@ impl GpuWeight {
             let count = rows.min(n - row0);
             let start = (row0 * row_bytes) as usize;
             let end = ((row0 + count) * row_bytes) as usize;
-            let mut data = packed[start..end].to_vec();
-            data.resize(data.len().div_ceil(4).max(1) * 4, 0);
-            let buffer = ctx
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(label),
-                    contents: &data,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                });
+            let buffer = upload_padded(ctx, label, &packed[start..end]);
             chunks.push(WeightChunk {
                 buffer,
                 row0: row0 as u32,
@@ -310,6 +303,28 @@ impl GpuWeight {
     pub fn gpu_bytes(&self) -> u64 {
         self.format.gpu_row_bytes(u64::from(self.k)) * u64::from(self.n)
     }
+}
+
+/// A storage buffer holding `data` zero-padded to whole words, written straight from `data`
+/// (`create_buffer_init` would stage a second copy of it in wasm memory).
+fn upload_padded(ctx: &GpuContext, label: &str, data: &[u8]) -> wgpu::Buffer {
+    let size = (data.len() as u64).div_ceil(4).max(1) * 4;
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let whole = data.len() / 4 * 4;
+    if whole > 0 {
+        ctx.queue.write_buffer(&buffer, 0, &data[..whole]);
+    }
+    if whole < data.len() {
+        let mut tail = [0u8; 4];
+        tail[..data.len() - whole].copy_from_slice(&data[whole..]);
+        ctx.queue.write_buffer(&buffer, whole as u64, &tail);
+    }
+    buffer
 }
 
 /// Rows per chunk so that a chunk (padded to 4 bytes) fits `max_bytes` and starts on a word.
@@ -397,7 +412,7 @@ mod tests {
         assert!(repack(GgmlType::Q8_0, &[0; 33]).is_err());
         assert!(repack(GgmlType::Q4_K, &[0; 144]).is_err());
         let (_, same) = repack(GgmlType::F16, &[1, 2, 3, 4, 5, 6]).unwrap();
-        assert_eq!(same, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(&same[..], [1, 2, 3, 4, 5, 6]);
     }
 
     #[test]

@@ -72,7 +72,10 @@ fn encode(ty: GgmlType, values: &[f32]) -> Vec<u8> {
             .iter()
             .flat_map(|v| crate::gguf::f32_to_f16(*v).to_le_bytes())
             .collect(),
-        _ => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        GgmlType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        // Formats without a quantizer here (K-quants, BF16, …): zero blocks of the right size,
+        // for files that test how such types are refused.
+        other => vec![0; values.len() / other.block_len() * other.block_bytes()],
     }
 }
 

@@ -1,6 +1,10 @@
-//! `fuselm synthetic-model OUT.gguf [--seed N]`: writes the tiny random Llama that the Rust tests
-//! use, so the browser and site tests (and anyone without a downloaded model) get a model file.
+//! `fuselm synthetic-model OUT.gguf [--seed N] [--matrix-type T]`: writes the tiny random Llama
+//! that the Rust tests use, so the browser and site tests (and anyone without a downloaded model)
+//! get a model file. Its layers mix Q4_1, Q8_0 and Q4_0 unless `--matrix-type` names one format
+//! for every matrix (fewer kernels to compile: browser tests that load often use that).
 
+use fuselm::gguf::GgmlType;
+use fuselm::kernels::WeightFormat;
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
 use std::error::Error;
 use std::path::PathBuf;
@@ -12,12 +16,24 @@ pub struct SyntheticArgs {
     /// Seed of the random weights (default: `SyntheticSpec::default()`'s).
     #[arg(long)]
     seed: Option<u64>,
+    /// One ggml type for every matrix and the embedding (Q4_0, Q4_1, Q8_0, F16, F32).
+    #[arg(long)]
+    matrix_type: Option<String>,
 }
 
 pub fn run(args: SyntheticArgs) -> Result<(), Box<dyn Error>> {
     let mut spec = SyntheticSpec::default();
     if let Some(seed) = args.seed {
         spec.seed = seed;
+    }
+    if let Some(name) = &args.matrix_type {
+        let ty = GgmlType::ALL
+            .into_iter()
+            .find(|t| t.name() == name)
+            .filter(|t| WeightFormat::from_ggml(*t).is_ok())
+            .ok_or_else(|| format!("--matrix-type: {name} is not a GPU weight format"))?;
+        spec.matrix_types = vec![ty];
+        spec.embedding_type = ty;
     }
     let bytes = synthetic_llama(&spec);
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -1,0 +1,372 @@
+// The npm package's API in headless Chromium (WebGPU on SwiftShader), used as an app would:
+// every kind of model source with its progress, refusal before the download, generation streams,
+// stop sequences, OpenAI-shaped chat with KV-prefix reuse, abort, busy, tokenization, device loss
+// and a new load after it, the worker mode, and the JS memory a load of the real model takes.
+// The page is blank; each test imports /dist/index.js inside it.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import { launch } from "../site/chromium.mjs";
+import { openPage, assertNoProblems, startServer, root, realModel } from "../site/page.mjs";
+import { trackGpuBuffers } from "../site/gpu-buffers.mjs";
+
+/** The synthetic model with every matrix in Q8_0: one weight format, so each load compiles a
+ * third of the kernels the mixed-format one needs (loads dominate this file's time on SwiftShader). */
+function ensureUniformModel() {
+  const path = "target/site-test/synthetic-q8.gguf";
+  const cli = ["target/debug/fuselm", "target/release/fuselm"].find((p) => existsSync(`${root}${p}`));
+  assert.ok(cli, "no target/{debug,release}/fuselm to write the synthetic model with (cargo build first)");
+  execFileSync(`${root}${cli}`, ["synthetic-model", path, "--matrix-type", "Q8_0"], { cwd: root, stdio: "inherit" });
+  return `/${path}`;
+}
+
+let server, base, browser, model;
+before(async () => {
+  model = ensureUniformModel();
+  ({ server, base } = await startServer());
+  browser = await launch({ args: ["--enable-precise-memory-info"] });
+});
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+/** A blank page with the package imported as `window.f`. */
+async function sdkPage(options = {}) {
+  const { page, problems } = await openPage(browser, `${base}/tests/sdk/blank.html`, options);
+  await page.evaluate(async () => {
+    window.f = await import("/dist/index.js");
+  });
+  return { page, problems };
+}
+
+test("every model source loads the same model, with progress through every phase", async () => {
+  const { page, problems } = await sdkPage();
+  const size = statSync(`${root}${model.slice(1)}`).size;
+  const out = await page.evaluate(async (url) => {
+    const sources = {
+      url: () => url,
+      URL: () => new URL(url, location.href),
+      Request: () => new Request(url),
+      Response: async () => fetch(url),
+      ArrayBuffer: async () => (await fetch(url)).arrayBuffer(),
+      Uint8ArrayView: async () => {
+        const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
+        const padded = new Uint8Array(bytes.length + 10);
+        padded.set(bytes, 7);
+        return padded.subarray(7, 7 + bytes.length);
+      },
+      Blob: async () => (await fetch(url)).blob(),
+      File: async () => new File([await (await fetch(url)).blob()], "model.gguf"),
+      ReadableStream: async () => (await fetch(url)).body,
+    };
+    const results = {};
+    for (const [name, make] of Object.entries(sources)) {
+      const events = [];
+      const m = await window.f.loadModel(await make(), { nCtx: 64, onProgress: (p) => events.push(p) });
+      const r = await m.generate("Hello", { maxTokens: 6 }).result();
+      await m.dispose();
+      results[name] = { tokens: r.tokens, events };
+    }
+    return results;
+  }, model);
+  const reference = out.url.tokens;
+  assert.equal(reference.length, 6);
+  for (const [name, { tokens, events }] of Object.entries(out)) {
+    assert.deepEqual(tokens, reference, `${name}: same ids`);
+    const phases = [...new Set(events.map((e) => e.phase))];
+    assert.deepEqual(phases, ["download", "parse", "upload", "compile"], name);
+    const loaded = events.map((e) => e.loadedBytes);
+    assert.deepEqual(loaded, [...loaded].sort((a, b) => a - b), `${name}: loadedBytes never goes back`);
+    const last = events.at(-1);
+    assert.equal(last.loadedBytes, size, name);
+    assert.equal(last.totalBytes, size, `${name}: the size is known by the end (from the source or the header)`);
+    assert.ok(events.every((e) => e.fromCache === false), name);
+  }
+  assertNoProblems(problems);
+});
+
+test("a model over the adapter's limits is refused from its header, before the weights download", async () => {
+  const { page, problems } = await sdkPage();
+  const real = `/${realModel}`;
+  const size = statSync(`${root}${realModel}`).size;
+  const out = await page.evaluate(async (url) => {
+    let most = 0;
+    const e = await window.f
+      .loadModel(url, { nCtx: 2 ** 30, onProgress: (p) => (most = Math.max(most, p.loadedBytes)) })
+      .catch((e) => e);
+    return { name: e.name, kind: e.kind, limit: e.limit, needed: e.needed, available: e.available, message: e.message, most };
+  }, real);
+  assert.equal(out.name, "FuselmError");
+  assert.equal(out.kind, "limit-exceeded", out.message);
+  assert.equal(out.limit, "maxStorageBufferBindingSize");
+  assert.ok(out.needed > out.available, JSON.stringify(out));
+  assert.ok(out.most < 4 << 20, `refused after ${out.most} of ${size} bytes`);
+  assertNoProblems(problems);
+});
+
+test("bad sources and options are typed errors, and the page stays usable", async () => {
+  const { page, problems } = await sdkPage({ allow: [/404 \(Not Found\)/] });
+  const out = await page.evaluate(async (url) => {
+    const kind = (p) => Promise.resolve(p).then(() => "resolved", (e) => `${e.name}:${e.kind}`);
+    const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
+    const m = await window.f.loadModel(bytes, { nCtx: 64 });
+    const r = {
+      missing: await kind(window.f.loadModel("/no/such/model.gguf")),
+      notGguf: await kind(window.f.loadModel(new TextEncoder().encode("not a model at all, just text"))),
+      truncated: await kind(window.f.loadModel(bytes.subarray(0, bytes.length - 1000))),
+      badSource: await kind(window.f.loadModel(42)),
+      badCache: await kind(window.f.loadModel(url, { cache: "disk" })),
+      abortedBefore: await kind(window.f.loadModel(url, { signal: AbortSignal.abort() })),
+      badTemperature: await kind(m.generate("Hi", { temperature: -1 }).result()),
+      tooLong: await kind(m.generate("Hi", { maxTokens: 64 }).result()),
+      noMessages: await kind(m.chat.completions.create({ messages: [] })),
+      badRole: await kind(m.chat.completions.create({ messages: [{ role: 42, content: "x" }] })),
+      badIds: await kind(m.detokenize([1e9])),
+    };
+    r.afterwards = (await m.generate("Hi", { maxTokens: 4 }).result()).tokens.length;
+    await m.dispose();
+    return r;
+  }, model);
+  assert.deepEqual(out, {
+    missing: "FuselmError:network",
+    notGguf: "FuselmError:invalid-model",
+    truncated: "FuselmError:invalid-model",
+    badSource: "FuselmError:invalid-argument",
+    badCache: "FuselmError:invalid-argument",
+    abortedBefore: "FuselmError:aborted",
+    badTemperature: "FuselmError:invalid-argument",
+    tooLong: "FuselmError:limit-exceeded",
+    noMessages: "FuselmError:invalid-argument",
+    badRole: "FuselmError:invalid-argument",
+    badIds: "FuselmError:invalid-argument",
+    afterwards: 4,
+  });
+  assertNoProblems(problems);
+});
+
+test("generate streams chunks, stop sequences are never emitted, abort and busy leave the model usable", async () => {
+  const { page, problems } = await sdkPage();
+  const out = await page.evaluate(async (url) => {
+    const m = await window.f.loadModel(url, { nCtx: 256 });
+    const g = m.generate("Hello", { maxTokens: 24, chunkTokens: 4 });
+    const chunks = [];
+    for await (const c of g) chunks.push(c);
+    const r = await g.result();
+    // A stop sequence from the middle of the free text, spanning tokens (one token per byte here).
+    const stop = r.text.slice(6, 9);
+    const stopped = m.generate("Hello", { maxTokens: 24, chunkTokens: 4, stop: [stop] });
+    let streamed = "";
+    for await (const c of stopped) streamed += c.text;
+    const s = await stopped.result();
+    // Abort after the first chunk.
+    const ac = new AbortController();
+    const long = m.generate("Hello", { maxTokens: 200, chunkTokens: 2, signal: ac.signal });
+    let seen = 0, abortError;
+    try {
+      for await (const c of long) if (++seen === 1) ac.abort(new Error("user pressed stop"));
+    } catch (e) {
+      abortError = { name: e.name, kind: e.kind, message: e.message };
+    }
+    // One generation at a time: the second is "busy", the first unaffected.
+    const first = m.generate("Hello", { maxTokens: 8 });
+    const second = m.generate("Hello", { maxTokens: 8 });
+    const busy = await second.result().then(() => "resolved", (e) => e.kind);
+    const firstTokens = (await first.result()).tokens;
+    const text = await m.generate("Hello", { maxTokens: 24 }).text();
+    await m.dispose();
+    return { chunks, r, stop, streamed, s, seen, abortError, busy, firstTokens, text };
+  }, model);
+  const { chunks, r } = out;
+  assert.ok(chunks.length >= 4, `streamed in ${chunks.length} chunks`);
+  assert.deepEqual(chunks.flatMap((c) => c.tokenIds), r.tokens);
+  assert.equal(chunks.map((c) => c.text).join(""), r.text);
+  assert.equal(r.stopReason, "length");
+  assert.equal(out.text, r.text, "text() is the whole answer");
+  assert.equal(out.s.stopReason, "stop-sequence");
+  assert.equal(out.s.text, r.text.slice(0, r.text.indexOf(out.stop)));
+  assert.equal(out.streamed, out.s.text, "no part of the stop sequence was streamed");
+  assert.equal(out.seen, 1);
+  assert.deepEqual(out.abortError, { name: "FuselmError", kind: "aborted", message: "the generation was aborted: user pressed stop" });
+  assert.equal(out.busy, "busy");
+  assert.deepEqual(out.firstTokens, r.tokens.slice(0, 8));
+  assertNoProblems(problems);
+});
+
+test("chat.completions has the OpenAI shape and reuses the KV cache of earlier turns", async () => {
+  const { page, problems } = await sdkPage();
+  const out = await page.evaluate(async (url) => {
+    const m = await window.f.loadModel(url, { nCtx: 384 });
+    const messages = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hi there" }];
+    const first = await m.chat.completions.create({ messages, max_tokens: 8, seed: 3, temperature: 0.8 });
+    messages.push(first.choices[0].message, { role: "user", content: "And then?" });
+    const stream = await m.chat.completions.create({ messages, max_tokens: 8, stream: true });
+    const chunks = [];
+    for await (const c of stream) chunks.push(c);
+    const fresh = await m.chat.completions.create({ messages, max_tokens: 8, cache_prompt: false });
+    await m.dispose();
+    return { first, chunks, fresh };
+  }, model);
+  const { first, chunks, fresh } = out;
+  assert.equal(first.object, "chat.completion");
+  assert.match(first.id, /^chatcmpl-/);
+  assert.equal(first.choices.length, 1);
+  assert.equal(first.choices[0].message.role, "assistant");
+  assert.ok(["stop", "length"].includes(first.choices[0].finish_reason));
+  assert.equal(first.usage.total_tokens, first.usage.prompt_tokens + first.usage.completion_tokens);
+  assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0);
+  assert.ok(chunks.every((c) => c.object === "chat.completion.chunk" && c.id === chunks[0].id));
+  assert.deepEqual(chunks[0].choices[0].delta, { role: "assistant", content: "" });
+  const last = chunks.at(-1);
+  assert.ok(["stop", "length"].includes(last.choices[0].finish_reason));
+  assert.ok(chunks.slice(0, -1).every((c) => c.choices[0].finish_reason === null && c.usage === undefined));
+  const streamed = chunks.map((c) => c.choices[0].delta.content ?? "").join("");
+  assert.equal(streamed, fresh.choices[0].message.content, "reuse gives the fresh context's answer");
+  // The second turn's prompt starts with the first turn's prompt: all of it is reused.
+  assert.ok(last.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens, JSON.stringify(last.usage));
+  assert.equal(fresh.usage.prompt_tokens_details.cached_tokens, 0);
+  assertNoProblems(problems);
+});
+
+test("tokenize and detokenize, also during a generation", async () => {
+  const { page, problems } = await sdkPage();
+  const out = await page.evaluate(async (url) => {
+    const m = await window.f.loadModel(url, { nCtx: 64 });
+    const g = m.generate("Hello", { maxTokens: 20 });
+    const plain = await m.tokenize("Hi <|im_end|>");
+    const special = await m.tokenize("Hi <|im_end|>", { addSpecial: true, parseSpecial: true });
+    const text = await m.detokenize(plain);
+    await g.result();
+    await m.dispose();
+    return { plain, special, text };
+  }, model);
+  assert.deepEqual(out.special, [72, 105, 32, 257], "control token recognised");
+  assert.equal(out.plain.length, 13, "written out byte by byte");
+  assert.equal(out.text, "Hi <|im_end|>");
+  assertNoProblems(problems);
+});
+
+test("after the GPU device is lost, generation says device-lost and a new load works", async () => {
+  const { page, problems } = await sdkPage({
+    init: () => {
+      // Keep every device the page creates, so the test can destroy it like a driver reset.
+      const request = GPUAdapter.prototype.requestDevice;
+      window.__devices = [];
+      GPUAdapter.prototype.requestDevice = async function (...args) {
+        const device = await request.apply(this, args);
+        window.__devices.push(device);
+        return device;
+      };
+    },
+  });
+  const out = await page.evaluate(async (url) => {
+    const m = await window.f.loadModel(url, { nCtx: 64 });
+    const before = (await m.generate("Hello", { maxTokens: 5 }).result()).tokens;
+    window.__devices.at(-1).destroy();
+    await window.__devices.at(-1).lost;
+    const lost = await m.generate("Hello", { maxTokens: 5 }).result().then(() => "resolved", (e) => e.kind);
+    await m.dispose();
+    const again = await window.f.loadModel(url, { nCtx: 64 });
+    const after = (await again.generate("Hello", { maxTokens: 5 }).result()).tokens;
+    await again.dispose();
+    return { before, lost, after };
+  }, model);
+  assert.equal(out.lost, "device-lost");
+  assert.deepEqual(out.after, out.before);
+  assertNoProblems(problems);
+});
+
+test("worker mode: same API and ids, streaming and abort across the boundary, main thread free", async () => {
+  const { page, problems } = await sdkPage({ init: trackGpuBuffers });
+  const out = await page.evaluate(async (url) => {
+    const local = await window.f.loadModel(url, { nCtx: 256 });
+    const expected = (await local.generate("Hello", { maxTokens: 24, temperature: 0.9, seed: 11 }).result()).tokens;
+    await local.dispose();
+    const phases = new Set();
+    const m = await window.f.loadModel(url, { worker: true, nCtx: 256, onProgress: (p) => phases.add(p.phase) });
+    // The main thread keeps ticking while the worker generates.
+    let gap = 0, last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      gap = Math.max(gap, now - last);
+      last = now;
+    }, 5);
+    const g = m.generate("Hello", { maxTokens: 24, temperature: 0.9, seed: 11, chunkTokens: 4 });
+    const chunks = [];
+    for await (const c of g) chunks.push(c);
+    clearInterval(timer);
+    const r = await g.result();
+    const ac = new AbortController();
+    const long = m.generate("Hello", { maxTokens: 200, chunkTokens: 2, signal: ac.signal });
+    let abortKind, seen = 0;
+    try {
+      for await (const c of long) if (++seen === 1) ac.abort();
+    } catch (e) {
+      abortKind = e.kind;
+    }
+    const chat = await m.chat.completions.create({ messages: [{ role: "user", content: "Hi" }], max_tokens: 4 });
+    const tokens = await m.tokenize("Hi");
+    const mainThreadBuffers = window.__gpuBuffers().count;
+    await m.dispose();
+    const disposed = await m.generate("Hi").result().then(() => "resolved", (e) => e.kind);
+    return { expected, phases: [...phases], chunks, r, gap, abortKind, seen, chat, tokens, mainThreadBuffers, disposed };
+  }, model);
+  assert.deepEqual(out.r.tokens, out.expected, "the worker's seeded ids equal the main thread's");
+  assert.deepEqual(out.phases, ["download", "parse", "upload", "compile"]);
+  assert.ok(out.chunks.length >= 3, `${out.chunks.length} chunks`);
+  assert.deepEqual(out.chunks.flatMap((c) => c.tokenIds), out.r.tokens);
+  assert.equal(out.abortKind, "aborted");
+  assert.equal(out.chat.object, "chat.completion");
+  assert.deepEqual(out.tokens, [72, 105]);
+  assert.equal(out.mainThreadBuffers, 0, "no GPU buffer lives on the main thread in worker mode");
+  assert.equal(out.disposed, "invalid-argument");
+  assert.ok(out.gap < 250, `main thread stalled ${out.gap.toFixed(0)} ms`);
+  console.log(`worker mode: longest main-thread timer gap during generation ${out.gap.toFixed(1)} ms`);
+  assertNoProblems(problems);
+});
+
+test("loading the real model streams it: JS heap and wasm memory stay far below the file size", async () => {
+  const { page, problems } = await sdkPage({
+    init: () => {
+      // The wasm instance's memory, to report its size.
+      const instantiate = WebAssembly.instantiate;
+      WebAssembly.instantiate = async function (...args) {
+        const out = await instantiate.apply(this, args);
+        window.__wasmMemory = (out.instance ?? out).exports.memory;
+        return out;
+      };
+      const streaming = WebAssembly.instantiateStreaming;
+      WebAssembly.instantiateStreaming = async function (...args) {
+        const out = await streaming.apply(this, args);
+        window.__wasmMemory = out.instance.exports.memory;
+        return out;
+      };
+    },
+  });
+  const size = statSync(`${root}${realModel}`).size;
+  const out = await page.evaluate(async (url) => {
+    const heap = () => performance.memory.usedJSHeapSize;
+    await window.f.init();
+    const start = { heap: heap(), wasm: window.__wasmMemory.buffer.byteLength };
+    let peakHeap = start.heap;
+    const t0 = performance.now();
+    const m = await window.f.loadModel(url, { nCtx: 256, onProgress: () => (peakHeap = Math.max(peakHeap, heap())) });
+    const seconds = (performance.now() - t0) / 1000;
+    const text = await m.generate("The capital of France is", { maxTokens: 3 }).text();
+    const info = m.info;
+    await m.dispose();
+    return { start, peakHeap, wasm: window.__wasmMemory.buffer.byteLength, seconds, text, info };
+  }, `/${realModel}`);
+  const mb = (b) => (b / 2 ** 20).toFixed(1);
+  console.log(
+    `real model (${mb(size)} MB) loaded in ${out.seconds.toFixed(1)} s: JS heap ${mb(out.start.heap)} → peak ${mb(out.peakHeap)} MB ` +
+      `(+${mb(out.peakHeap - out.start.heap)}), wasm memory ${mb(out.start.wasm)} → ${mb(out.wasm)} MB; GPU ${mb(out.info.memory.total)} MB; "${out.text}"`,
+  );
+  assert.ok(out.peakHeap - out.start.heap < size / 2, "the JS heap never holds the file");
+  assert.ok(out.wasm < size / 2, `wasm memory ${out.wasm} bytes for a ${size}-byte file`);
+  assert.equal(out.info.quantTypes.find((q) => q.ggmlType === "Q4_1")?.matrices, 30 * 7 + 1);
+  assert.ok(out.info.memory.weights > size * 0.9 && out.info.memory.weights < size * 1.1, JSON.stringify(out.info.memory));
+  assert.equal(out.info.strategy, "fused");
+  assertNoProblems(problems);
+});
