@@ -129,7 +129,7 @@ async function openBody(source: ModelSource, cache: CacheMode, signal: AbortSign
 async function loadBody(body: Body, options: LoadModelOptions): Promise<wasm.Model> {
   const { onProgress, signal } = options;
   const sizes: LoadOptions = { nCtx: options.nCtx, maxBatch: options.maxBatch, kvF16: options.kvF16 };
-  const loader = await wasm.createModelLoader(sizes);
+  const loader = await wasm.createModelLoader(sizes, body.totalBytes);
   const reader = body.stream.getReader();
   let totalBytes = body.totalBytes;
   const report = (phase: LoadPhase, loadedBytes: number) =>

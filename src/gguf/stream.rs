@@ -35,6 +35,8 @@ struct DataState {
     pending: Vec<(usize, u64, u64)>,
     /// Bytes of the tensor at the end of `pending` received so far.
     cur: Vec<u8>,
+    /// The file's length, when the caller knows it (see [`GgufStreamReader::expect_len`]).
+    file_len: Option<u64>,
 }
 
 /// Streaming GGUF reader. See the module docs.
@@ -44,6 +46,7 @@ pub struct GgufStreamReader {
     pos: u64,
     header: Option<Gguf>,
     state: State,
+    file_len: Option<u64>,
 }
 
 impl Default for GgufStreamReader {
@@ -65,6 +68,7 @@ impl GgufStreamReader {
             max_header,
             pos: 0,
             header: None,
+            file_len: None,
             state: State::Header {
                 buf: Vec::new(),
                 retry_at: 0,
@@ -75,6 +79,15 @@ impl GgufStreamReader {
     /// The parsed header, once available.
     pub fn header(&self) -> Option<&Gguf> {
         self.header.as_ref()
+    }
+
+    /// The caller knows the file is `len` bytes long (a content-length, a Blob's size): tensors
+    /// inside it get their whole buffer when their first byte arrives, instead of growing into it.
+    pub fn expect_len(&mut self, len: u64) {
+        self.file_len = Some(len);
+        if let State::Data(d) = &mut self.state {
+            d.file_len = Some(len);
+        }
     }
 
     /// Total bytes pushed so far.
@@ -181,6 +194,7 @@ impl GgufStreamReader {
                 let mut d = DataState {
                     pending,
                     cur: Vec::new(),
+                    file_len: self.file_len,
                 };
                 self.pos = 0;
                 d.feed(&mut self.pos, &buf, events);
@@ -210,10 +224,20 @@ impl DataState {
             let len = self.cur.len();
             if self.cur.capacity() < len + n {
                 // Grow geometrically but never past the declared size, and never by more than
-                // what has actually arrived: the size is untrusted until the bytes exist.
-                let target = usize::try_from(size)
-                    .unwrap_or(usize::MAX)
-                    .min((2 * self.cur.capacity()).max(len + n).max(MIN_ALLOC));
+                // what has actually arrived: the size is untrusted until the bytes exist. When the
+                // caller vouched for the file's length and the tensor lies inside it, take the
+                // whole buffer at once: geometric growth leaves the smaller blocks behind as holes
+                // wasm's allocator cannot give back (memory would grow to several times the
+                // largest tensor).
+                let size_usize = usize::try_from(size).unwrap_or(usize::MAX);
+                let target = if self
+                    .file_len
+                    .is_some_and(|l| offset.saturating_add(size) <= l)
+                {
+                    size_usize
+                } else {
+                    size_usize.min((2 * self.cur.capacity()).max(len + n).max(MIN_ALLOC))
+                };
                 self.cur.reserve_exact(target - len);
             }
             self.cur.extend_from_slice(&bytes[..n]);

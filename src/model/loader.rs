@@ -65,6 +65,13 @@ impl ModelLoader {
         }
     }
 
+    /// The source vouches that the file is `len` bytes long (content-length, Blob size): each
+    /// tensor's buffer is then allocated whole when it starts, keeping wasm memory near the
+    /// largest tensor instead of growing geometrically into it.
+    pub fn expect_len(&mut self, len: u64) {
+        self.reader.expect_len(len);
+    }
+
     pub fn status(&self) -> &LoadStatus {
         &self.status
     }

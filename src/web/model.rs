@@ -181,16 +181,22 @@ pub async fn load_model(
     Ok(Model::new(model))
 }
 
-/// A loader for a model that arrives in chunks (see `ModelLoader`). Rejects with the GPU kinds
-/// ("webgpu-unavailable", "no-adapter", …) when there is no usable device.
+/// A loader for a model that arrives in chunks (see `ModelLoader`); `total_bytes`, when the
+/// source knows the file's size, lets it allocate each tensor's buffer whole. Rejects with the
+/// GPU kinds ("webgpu-unavailable", "no-adapter", …) when there is no usable device.
 #[wasm_bindgen(js_name = createModelLoader)]
-pub async fn create_model_loader(options: Option<Ts<LoadOptions>>) -> Result<ModelLoader, JsValue> {
+pub async fn create_model_loader(
+    options: Option<Ts<LoadOptions>>,
+    total_bytes: Option<f64>,
+) -> Result<ModelLoader, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
     let ctx = GpuContext::new().await.map_err(to_js_error)?;
+    let mut loader = crate::model::ModelLoader::new(ctx, options);
+    if let Some(len) = total_bytes.filter(|n| n.is_finite() && *n >= 0.0) {
+        loader.expect_len(len as u64);
+    }
     Ok(ModelLoader {
-        inner: Rc::new(RefCell::new(Some(crate::model::ModelLoader::new(
-            ctx, options,
-        )))),
+        inner: Rc::new(RefCell::new(Some(loader))),
     })
 }
 
