@@ -2,7 +2,7 @@
 // implementation) as `navigator.gpu`, running dist/ — the wasm + WebGPU path a browser user gets,
 // minus Chrome's GPU-process hop. Every strategy in this process, warm-up then RUNS runs each.
 // Usage: node bench/dawn-bench.mjs DAWN_DIR MODEL OUT.json
-import { readFileSync, writeFileSync } from "node:fs";
+import { openAsBlob, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -18,7 +18,9 @@ const dist = resolve("dist");
 const fuselm = await import(pathToFileURL(join(dist, "index.js")).href);
 await fuselm.init(readFileSync(join(dist, "wasm", "fuselm_bg.wasm")));
 const report = await fuselm.probe({});
-const model = await fuselm.loadModel(new Uint8Array(readFileSync(modelPath)), { nCtx: 1152 });
+const loadStart = performance.now();
+const model = await fuselm.loadModel(await openAsBlob(modelPath), { nCtx: 1152 });
+const loadSeconds = (performance.now() - loadStart) / 1000;
 const runs = Number(process.env.RUNS ?? 5);
 const prompts = [
   { prompt: "Once upon a time, there was a little robot who", chat: false },
@@ -29,11 +31,11 @@ const results = [];
 for (const { prompt, chat } of prompts) {
   for (const strategy of ["unfused", "fused"]) {
     const options = { maxTokens: 128, chat, strategy };
-    await model.generate(prompt, options); // warm-up
+    await model.generate(prompt, options).result(); // warm-up
     const decode = [], prefill = [];
     let last;
     for (let i = 0; i < runs; i++) {
-      last = await model.generate(prompt, options);
+      last = await model.generate(prompt, options).result();
       decode.push(last.timings.decodeTokensPerSecond);
       prefill.push(last.timings.promptTokensPerSecond);
     }
@@ -48,5 +50,34 @@ for (const { prompt, chat } of prompts) {
       `prefill ${row.prefillTokensPerSecond.median.toFixed(1).padStart(8)} tok/s  ${row.newTokens} tok  ${prompt.slice(0, 30)}`);
   }
 }
-model.free();
-writeFileSync(outPath, JSON.stringify({ kind: "bench-dawn", adapter: report.adapter, runs, results }, null, 1));
+
+// Multi-turn chat through chat.completions: time to first token of each turn with the KV cache of
+// the earlier turns reused (the default) and with every turn prefilled from scratch, same answers.
+const turns = [
+  "What is WebGPU?",
+  "How is it different from WebGL?",
+  "Name one thing a compute shader can do that a fragment shader cannot.",
+  "Summarize our conversation in one sentence.",
+];
+const chat = {};
+for (const reuse of [true, false]) {
+  const rows = [];
+  for (let rep = 0; rep < runs; rep++) {
+    const messages = [];
+    for (const [i, content] of turns.entries()) {
+      messages.push({ role: "user", content });
+      const r = await model.chat.completions.create({ messages, max_tokens: 48, cache_prompt: reuse });
+      messages.push(r.choices[0].message);
+      rows[i] ??= { turn: i + 1, promptTokens: r.usage.prompt_tokens, cachedTokens: [], ttftSeconds: [], answer: r.choices[0].message.content };
+      rows[i].cachedTokens.push(r.usage.prompt_tokens_details.cached_tokens);
+      rows[i].ttftSeconds.push(r.usage.extra.time_to_first_token_s);
+    }
+  }
+  chat[reuse ? "reused" : "fresh"] = rows.map((r) => ({ ...r, ttftMedianMs: median(r.ttftSeconds) * 1000 }));
+}
+for (const [i, r] of chat.reused.entries()) {
+  const f = chat.fresh[i];
+  console.log(`chat turn ${r.turn}: ${r.promptTokens} prompt tokens, ${r.cachedTokens[0]} reused: TTFT ${r.ttftMedianMs.toFixed(2)} ms vs ${f.ttftMedianMs.toFixed(2)} ms fresh; same answer: ${r.answer === f.answer}`);
+}
+await model.dispose();
+writeFileSync(outPath, JSON.stringify({ kind: "bench-dawn", adapter: report.adapter, runs, loadSeconds, results, chat }, null, 1));

@@ -43,7 +43,11 @@ export interface ChatCompletionUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** `cached_tokens`: prompt tokens whose KV cache was kept from the previous request. */
   prompt_tokens_details: { cached_tokens: number };
+  /** fuselm's measurements (as WebLLM reports them): seconds from the request to the first
+   * generated token on the host, and the prefill and decode rates. */
+  extra: { time_to_first_token_s: number; prefill_tokens_per_s: number; decode_tokens_per_s: number };
 }
 
 export interface ChatCompletion {
@@ -119,6 +123,11 @@ const usage = (r: GenerateResult): ChatCompletionUsage => ({
   completion_tokens: r.tokens.length,
   total_tokens: r.promptTokens.length + r.tokens.length,
   prompt_tokens_details: { cached_tokens: r.reusedPromptTokens },
+  extra: {
+    time_to_first_token_s: r.timings.prefillSeconds,
+    prefill_tokens_per_s: r.timings.promptTokensPerSecond,
+    decode_tokens_per_s: r.timings.decodeTokensPerSecond,
+  },
 });
 
 let counter = 0;
