@@ -258,14 +258,18 @@ async function send(text) {
     }
   }
   tokens ??= 0;
-  // Decode speed: the tokens after the first over the time after it (the first token's time is
-  // the prompt's prefill, shown apart); a one-token answer has only the overall rate.
-  const rate = tokens > 1 && first !== undefined && end > first ? (tokens - 1) / ((end - first) / 1000) : tokens / seconds;
+  // Decode speed: fuselm's own measurement on the final chunk (usage.extra); after a stop there is
+  // none, so the tokens after the first over the time after it (the first token's time is the
+  // prompt's prefill, shown apart); a one-token answer has only the overall rate.
+  const extra = usage?.extra;
+  let rate = tokens > 1 && first !== undefined && end > first ? (tokens - 1) / ((end - first) / 1000) : tokens / seconds;
+  if (extra && tokens > 1 && Number.isFinite(extra.decode_tokens_per_s)) rate = extra.decode_tokens_per_s;
   const parts = [
     `${exact ? "" : "≈"}${tokens} token${tokens === 1 ? "" : "s"}`,
     `${fmtNumber(rate, rate < 10 ? 2 : 1)} tok/s`,
   ];
-  if (first !== undefined) parts.push(`first token ${((first - t0) / 1000).toFixed(2)} s`);
+  const ttft = extra?.time_to_first_token_s ?? (first === undefined ? undefined : (first - t0) / 1000);
+  if (ttft !== undefined) parts.push(`first token ${ttft.toFixed(2)} s`);
   if (usage) parts.push(`prompt ${usage.prompt_tokens} (${usage.prompt_tokens_details?.cached_tokens ?? 0} cached)`);
   parts.push(finish === "stopped" ? "stopped" : finish === "length" ? "max_tokens reached" : "done");
   meta.textContent = parts.join(" · ");

@@ -45,8 +45,8 @@ async function run(event) {
       ["heads (kv)", `${info.heads} (${info.kvHeads})`], ["vocabulary", info.vocabSize],
       ["context (trained / loaded nCtx)", `${info.contextLength} / ${info.nCtx}`], ["tied output", info.tiedOutput],
       ["weights", info.quantTypes.map((q) => `${q.ggmlType} ×${q.matrices}`).join(", ")],
-      ["GPU memory", fmtBytes(info.memory.total)], ["adapter", info.adapter],
-      ["default strategy", `${info.strategy} (${info.strategyReason})`],
+      ["GPU memory", fmtBytes(info.memory.total)], ["adapter", info.adapter || "–"],
+      ["default strategy", info.strategyReason.startsWith(info.strategy) ? info.strategyReason : `${info.strategy}: ${info.strategyReason}`],
     ]);
     $("status").textContent = "generating…";
     const temperature = Number($("temperature").value);

@@ -130,6 +130,15 @@ test("chat: load, stream an answer, stop a long one, keep talking, unload", asyn
     assert.equal(await page.locator("#messages .msg.assistant").count(), 3);
     await screenshot(page, "chat-stream-stop");
 
+    // New chat: an empty conversation, and the model answers without the old turns' cache.
+    await page.click("#new-chat");
+    assert.equal(await page.locator("#messages .msg").count(), 0);
+    await settings(page, { "max-tokens": 4 });
+    await say(page, "Hello again");
+    await expectState(page, "ready");
+    assert.match(await lastAnswer(page).locator(".meta").textContent(), /4 tokens .* prompt \d+ \(\d+ cached\)/);
+    assert.equal(await page.locator("#messages .msg").count(), 2);
+
     // Unload frees the GPU memory.
     await page.click("#unload");
     await waitState(page, ["idle"]);
@@ -194,6 +203,9 @@ test("chat: errors are shown with their kind, and the page recovers", async () =
     if (existsSync(`${root}${realModel}`)) {
       await loadByUrl(page, `/${realModel}`);
       await page.waitForFunction(() => document.body.dataset.state === "loading" && document.body.dataset.phases);
+      assert.equal(await page.isVisible("#progress-bar"), true, "a progress bar while loading");
+      assert.match(await page.textContent("#progress-text"), /^(download|parse|upload|compile) /);
+      await screenshot(page, "chat-loading");
       await page.click("#cancel-load");
       assert.equal(await waitState(page, ["idle", "ready", "error"], 120_000), "idle");
       assert.match(await page.textContent("#status"), /cancelled/);
