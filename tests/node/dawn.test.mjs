@@ -47,7 +47,7 @@ function syntheticModel() {
 
 test("through Dawn: probe, load streamed from disk, generate, chat, dispose", { skip }, async () => {
   const report = await fuselm.probe();
-  assert.equal(report.adapter.backend, "BrowserWebGpu");
+  assert.equal(report.adapter.backend, "webgpu");
   const phases = new Set();
   const model = await fuselm.loadModel(await openAsBlob(process.env.FUSELM_NODE_MODEL ?? syntheticModel()), {
     nCtx: 256,
