@@ -59,6 +59,8 @@ pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
+    /// The adapter as the probe reports it (browser strings included; `is_software`).
+    pub identity: crate::probe::AdapterIdentity,
     /// Set by the device-lost callback: why the device was lost.
     lost: Arc<Mutex<Option<String>>>,
 }
@@ -91,6 +93,7 @@ impl GpuContext {
                     reason: e.to_string(),
                 })?;
         let info = adapter.get_info();
+        let identity = crate::probe::identify(&info).await;
         let lost = Arc::new(Mutex::new(None));
         let flag = Arc::clone(&lost);
         device.set_device_lost_callback(move |reason, message| {
@@ -103,6 +106,7 @@ impl GpuContext {
             device,
             queue,
             info,
+            identity,
             lost,
         })
     }

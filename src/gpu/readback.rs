@@ -23,13 +23,18 @@ pub async fn read_buffer(
     let mut encoder = device.create_command_encoder(&Default::default());
     encoder.copy_buffer_to_buffer(src, offset, &staging, 0, size);
     queue.submit([encoder.finish()]);
-    map_read(device, &staging).await?;
-    let bytes = staging
-        .get_mapped_range(..)
-        .map_err(|e| FuselmError::Gpu(format!("readback: {e}")))?
-        .to_vec();
-    staging.unmap();
-    Ok(bytes)
+    let mapped = map_read(device, &staging).await;
+    let bytes = mapped.and_then(|()| {
+        let bytes = staging
+            .get_mapped_range(..)
+            .map_err(|e| FuselmError::Gpu(format!("readback: {e}")))?
+            .to_vec();
+        staging.unmap();
+        Ok(bytes)
+    });
+    // Freed now, not when a browser's garbage collector gets to the JS object.
+    staging.destroy();
+    bytes
 }
 
 /// Maps a MAP_READ buffer and waits until the map completes (or fails).
@@ -69,10 +74,19 @@ async fn map_read_after(
 
 /// A copy into a staging buffer recorded into the caller's encoder, read once the submission
 /// that carries it has run — so a readback can ride along with the work that produces the
-/// data, and the host can queue more work before waiting for it.
+/// data, and the host can queue more work before waiting for it. The staging buffer is
+/// destroyed when the read is dropped (read or not): in browsers a dropped wgpu buffer would
+/// otherwise hold its GPU memory until garbage collection (one vocabulary of logits per token
+/// for the unfused strategy).
 pub struct StagedRead {
     staging: wgpu::Buffer,
     submission: Option<wgpu::SubmissionIndex>,
+}
+
+impl Drop for StagedRead {
+    fn drop(&mut self) {
+        self.staging.destroy();
+    }
 }
 
 impl StagedRead {
@@ -105,8 +119,9 @@ impl StagedRead {
     }
 
     /// Waits for the copy (submit it first) and returns the bytes.
-    pub async fn read(self, device: &wgpu::Device) -> Result<Vec<u8>> {
-        map_read_after(device, &self.staging, self.submission).await?;
+    pub async fn read(mut self, device: &wgpu::Device) -> Result<Vec<u8>> {
+        let submission = self.submission.take();
+        map_read_after(device, &self.staging, submission).await?;
         let bytes = self
             .staging
             .get_mapped_range(..)

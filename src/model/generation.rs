@@ -227,6 +227,31 @@ impl GpuModel {
         Ok(out)
     }
 
+    /// The strategy a generation uses when none is asked for, and why, in one sentence: fused,
+    /// unless its kernels cannot run this model or the adapter is a software (CPU)
+    /// implementation — there a dispatch is cheap next to the work, and fused measured 0.4–0.6×
+    /// unfused on SwiftShader (README, Performance). Issue 9's planner will measure instead.
+    pub fn default_strategy(&self) -> (Strategy, String) {
+        match self.fused_available() {
+            Err(e) => (
+                Strategy::Unfused,
+                format!("unfused: the fused kernels cannot run this model here ({e})"),
+            ),
+            Ok(()) if self.ctx.identity.is_software => (
+                Strategy::Unfused,
+                "unfused: this is a software (CPU) adapter, where a dispatch costs little next to \
+                 the work and the fused kernels' extra per-workgroup work makes them slower"
+                    .into(),
+            ),
+            Ok(()) => (
+                Strategy::Fused,
+                "fused: 4 dispatches per layer with sampling on the GPU, instead of one dispatch \
+                 per operation and a readback per token"
+                    .into(),
+            ),
+        }
+    }
+
     /// Whether the fused strategy can run this model (else the typed reason).
     pub fn fused_available(&self) -> Result<()> {
         self.fused.as_ref().map(|_| ()).map_err(replay)

@@ -32,7 +32,8 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub system: Option<String>,
-    /// How the generation runs on the GPU: "fused" (default) or "unfused" (the baseline).
+    /// How the generation runs on the GPU: "fused" or "unfused" (the baseline). Default: the
+    /// model's `info.strategy` (fused, except on software adapters or where it cannot run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub strategy: Option<Strategy>,
@@ -212,7 +213,9 @@ impl TextModel {
         let request = GenerationRequest {
             prompt: &prompt_tokens,
             max_tokens,
-            strategy: options.strategy.unwrap_or_default(),
+            strategy: options
+                .strategy
+                .unwrap_or_else(|| self.gpu.default_strategy().0),
             sampler: options.sampling.resolve(&stop_ids)?,
             chunk_tokens: options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS),
             reuse_prefix: options.reuse_prefix.unwrap_or(false),

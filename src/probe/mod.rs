@@ -18,6 +18,16 @@ pub use report::*;
 use crate::error::Result;
 use crate::gpu::{request_adapter, GpuContext};
 
+/// Who the adapter is: wgpu's info, completed in browsers with `GPUAdapterInfo`'s strings (wgpu
+/// keeps only the description), and whether it is a software (CPU) implementation.
+pub async fn identify(info: &wgpu::AdapterInfo) -> AdapterIdentity {
+    #[cfg(target_arch = "wasm32")]
+    let web = web_info::adapter_info().await;
+    #[cfg(not(target_arch = "wasm32"))]
+    let web = None;
+    describe::identity(info, web)
+}
+
 /// Probes the default (high-performance) adapter.
 pub async fn probe(options: &ProbeOptions) -> Result<AdapterReport> {
     let adapter = request_adapter().await?;
@@ -30,15 +40,11 @@ pub async fn probe_adapter(
     options: &ProbeOptions,
 ) -> Result<AdapterReport> {
     let info = adapter.get_info();
-    #[cfg(target_arch = "wasm32")]
-    let web = web_info::adapter_info().await;
-    #[cfg(not(target_arch = "wasm32"))]
-    let web = None;
     let features = describe::features(adapter.features(), &info);
     let limits = report::AdapterLimits::from(&adapter.limits());
     let fit = describe::fit(&limits, &features);
     let mut report = AdapterReport {
-        adapter: describe::identity(&info, web),
+        adapter: identify(&info).await,
         features,
         limits,
         webgpu_defaults: describe::webgpu_defaults(),

@@ -64,23 +64,16 @@ impl ModelInfo {
     fn of(model: &mut TextModel) -> Self {
         let has_template = model.has_chat_template();
         let gpu = model.gpu();
-        let (strategy, strategy_reason) = match gpu.fused_available() {
-            Ok(()) => (
-                Strategy::Fused,
-                "fused: the fused kernels fit this adapter, and they run 4 dispatches per \
-                 layer with sampling on the GPU instead of one dispatch per operation and a \
-                 readback per token"
-                    .to_string(),
-            ),
-            Err(e) => (
-                Strategy::Unfused,
-                format!("unfused: the fused kernels cannot run this model here ({e})"),
-            ),
-        };
+        let (strategy, strategy_reason) = gpu.default_strategy();
         let n_ctx = gpu.n_ctx();
         let memory = gpu.memory();
         let quant_types = gpu.quant_types();
-        let adapter = gpu.context().info.name.clone();
+        let id = &gpu.context().identity;
+        let adapter = [&id.description, &id.device, &id.architecture, &id.vendor]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .cloned()
+            .unwrap_or_default();
         let c = model.config();
         Self {
             architecture: c.arch.clone(),
