@@ -12,7 +12,7 @@ export { init } from "./init.js";
 export { FuselmError, type ErrorKind } from "./errors.js";
 export { loadModel, type Model, type GenerateCallOptions, type TokenizeOptions } from "./model.js";
 export type { ModelSource, LoadModelOptions, LoadProgress, LoadPhase } from "./load.js";
-export type { Generation, GenerationChunk, TokenSink } from "./generation.js";
+export type { Generation, GenerationChunk } from "./generation.js";
 export type {
   Chat,
   ChatCompletions,
