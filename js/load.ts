@@ -47,7 +47,8 @@ export interface LoadModelOptions extends LoadOptions {
    * stays on the GPU. */
   signal?: AbortSignal;
   /** The strategy `generate` and `chat.completions.create` use when they are not given one.
-   * Default: the one `info.strategy` names ("fused" wherever the fused kernels fit). */
+   * Default: the one `info.strategy` names ("fused", except on software adapters or where the
+   * fused kernels cannot run; `info.strategyReason` says why). */
   strategy?: Strategy;
   /** Run the model in a module Web Worker: every GPU call and the load happen off the main
    * thread, with the same API (streaming and abort cross the worker boundary). `true` starts

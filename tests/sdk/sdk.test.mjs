@@ -373,6 +373,9 @@ test("loading the real model streams it: JS heap and wasm memory stay far below 
   const matrices = Object.fromEntries(out.info.quantTypes.map((q) => [q.ggmlType, q.matrices]));
   assert.deepEqual(matrices, { Q4_1: 30 * 7, Q8_0: 1 });
   assert.ok(out.info.memory.weights > size * 0.9 && out.info.memory.weights < size * 1.1, JSON.stringify(out.info.memory));
-  assert.equal(out.info.strategy, "fused");
+  // SwiftShader is a software adapter: unfused by default, and the model says why.
+  assert.equal(out.info.strategy, "unfused");
+  assert.match(out.info.strategyReason, /software/);
+  assert.equal(out.info.adapter, "swiftshader");
   assertNoProblems(problems);
 });
