@@ -60,6 +60,28 @@ export interface LoadModelOptions extends LoadOptions {
 /** Bytes handed to the wasm loader per call when the source is one big buffer. */
 const SLICE_BYTES = 4 << 20;
 
+/** The bytes of a buffer source, without copying. */
+export function bufferBytes(source: ArrayBuffer | ArrayBufferView): Uint8Array {
+  return source instanceof ArrayBuffer ? new Uint8Array(source) : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+}
+
+/** A buffer as a stream of `SLICE_BYTES` slices: views into it, or copies with `copy` (for
+ * slices that cross to a worker, where a view would clone its whole underlying buffer). */
+export function bufferStream(bytes: Uint8Array, copy: boolean): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (at >= bytes.length) {
+        controller.close();
+        return;
+      }
+      const end = at + SLICE_BYTES;
+      controller.enqueue(copy ? bytes.slice(at, end) : bytes.subarray(at, end));
+      at = end;
+    },
+  });
+}
+
 interface Body {
   stream: ReadableStream<Uint8Array>;
   totalBytes: number | undefined;
@@ -106,19 +128,8 @@ async function openBody(source: ModelSource, cache: CacheMode, signal: AbortSign
     return { stream: source, totalBytes: undefined, fromCache: false, invalidate: noInvalidate };
   }
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
-    const bytes = source instanceof ArrayBuffer ? new Uint8Array(source) : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
-    let at = 0;
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (at >= bytes.length) {
-          controller.close();
-          return;
-        }
-        controller.enqueue(bytes.subarray(at, at + SLICE_BYTES));
-        at += SLICE_BYTES;
-      },
-    });
-    return { stream, totalBytes: bytes.length, fromCache: false, invalidate: noInvalidate };
+    const bytes = bufferBytes(source);
+    return { stream: bufferStream(bytes, false), totalBytes: bytes.length, fromCache: false, invalidate: noInvalidate };
   }
   throw new FuselmError(
     "invalid-argument",

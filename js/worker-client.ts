@@ -5,7 +5,7 @@ import type { ChatMessage, GenerateOptions, GenerateResult, ModelInfo, Strategy 
 import { FuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
 import { chatCompletions, type Chat } from "./chat.js";
-import type { LoadModelOptions, LoadProgress, ModelSource } from "./load.js";
+import { bufferBytes, bufferStream, type LoadModelOptions, type LoadProgress, type ModelSource } from "./load.js";
 import type { GenerateCallOptions, Model, TokenizeOptions } from "./model.js";
 import { fromWire, type Reply, type Request, type WireSource } from "./worker-protocol.js";
 
@@ -92,18 +92,6 @@ class WorkerClient {
   }
 }
 
-/** Bytes of a buffer as a stream of slices, so crossing to the worker never copies it whole. */
-function sliced(bytes: Uint8Array): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (at >= bytes.length) return controller.close();
-      controller.enqueue(bytes.slice(at, at + (4 << 20)));
-      at += 4 << 20;
-    },
-  });
-}
-
 function toWireSource(source: ModelSource): { source: WireSource; transfer: Transferable[] } {
   const streamed = (stream: ReadableStream<Uint8Array>, totalBytes: number | undefined) => ({
     source: { stream, totalBytes },
@@ -130,8 +118,8 @@ function toWireSource(source: ModelSource): { source: WireSource; transfer: Tran
   if (source instanceof Blob) return { source: { blob: source }, transfer: [] };
   if (source instanceof ReadableStream) return streamed(source, undefined);
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
-    const bytes = source instanceof ArrayBuffer ? new Uint8Array(source) : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
-    return streamed(sliced(bytes), bytes.length);
+    const bytes = bufferBytes(source);
+    return streamed(bufferStream(bytes, true), bytes.length);
   }
   throw new FuselmError("invalid-argument", "a model source is a URL, Request, Response, ArrayBuffer, typed array, Blob/File or ReadableStream");
 }

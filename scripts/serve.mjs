@@ -4,7 +4,7 @@
 // `/` redirects to the site's landing page, /examples/site/.
 import { createServer } from "node:http";
 import { createReadStream, statSync } from "node:fs";
-import { extname, join, normalize, resolve } from "node:path";
+import { extname, join, normalize, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -25,15 +25,21 @@ const types = {
 
 const site = "/examples/site/";
 
-export function serve(port = 0) {
-  const server = createServer((req, res) => {
+/**
+ * A static file server for `dir` (not yet listening): the MIME types a browser needs
+ * (application/wasm lets wasm-bindgen use WebAssembly.instantiateStreaming), no caching, HEAD,
+ * nothing outside `dir`. `redirects` maps exact paths to locations; `cors` allows any origin.
+ */
+export function staticServer(dir, { redirects = {}, cors = false } = {}) {
+  const base = resolve(dir);
+  return createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
-    if (url.pathname === "/" || url.pathname === "/examples/site") {
-      res.writeHead(302, { location: site }).end();
+    if (Object.hasOwn(redirects, url.pathname)) {
+      res.writeHead(302, { location: redirects[url.pathname] }).end();
       return;
     }
-    let path = normalize(join(root, decodeURIComponent(url.pathname)));
-    if (!path.startsWith(root)) {
+    let path = normalize(join(base, decodeURIComponent(url.pathname)));
+    if (path !== base && !path.startsWith(base + sep)) {
       res.writeHead(403).end();
       return;
     }
@@ -44,8 +50,7 @@ export function serve(port = 0) {
         "content-type": types[extname(path)] ?? "application/octet-stream",
         "content-length": size,
         "cache-control": "no-store",
-        // The wasm-bindgen-test page runs on another origin and fetches the model from here.
-        "access-control-allow-origin": "*",
+        ...(cors ? { "access-control-allow-origin": "*" } : {}),
       });
       if (req.method === "HEAD") res.end();
       else createReadStream(path).pipe(res);
@@ -53,6 +58,20 @@ export function serve(port = 0) {
       res.writeHead(404, { "content-type": "text/plain" }).end("not found");
     }
   });
+}
+
+/** Serves `dir` on 127.0.0.1 (port 0: a free one); resolves to `{ server, url }`. */
+export function serveDir(dir, port = 0) {
+  const server = staticServer(dir);
+  return new Promise((ok) =>
+    server.listen(port, "127.0.0.1", () => ok({ server, url: `http://127.0.0.1:${server.address().port}/` })),
+  );
+}
+
+/** The repository root, `/` leading to the example site. The wasm-bindgen-test page runs on
+ * another origin and fetches the model from here, hence CORS. */
+export function serve(port = 0) {
+  const server = staticServer(root, { redirects: { "/": site, "/examples/site": site }, cors: true });
   return new Promise((ok) => server.listen(port, "127.0.0.1", () => ok(server)));
 }
 

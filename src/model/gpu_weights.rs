@@ -1,7 +1,9 @@
 //! Uploading a GGUF model's tensors to the GPU, quantized as they are in the file.
 
 use crate::error::{FuselmError, Result};
-use crate::gguf::{dequantize_tensor, Gguf, GgufError, ModelConfig, TensorInfo};
+use crate::gguf::{
+    dequantize_tensor, layer_tensor, Gguf, GgufError, ModelConfig, TensorInfo, LAYER_TENSORS,
+};
 use crate::gpu::GpuContext;
 use crate::kernels::GpuWeight;
 use wgpu::util::DeviceExt;
@@ -42,30 +44,16 @@ pub fn is_norm(name: &str) -> bool {
 
 /// Whether the forward pass of `config` uses the tensor `name` (others are skipped on load).
 pub fn is_model_tensor(name: &str, config: &ModelConfig) -> bool {
-    const LAYER: [&str; 9] = [
-        "attn_norm.weight",
-        "attn_q.weight",
-        "attn_k.weight",
-        "attn_v.weight",
-        "attn_output.weight",
-        "ffn_norm.weight",
-        "ffn_gate.weight",
-        "ffn_up.weight",
-        "ffn_down.weight",
-    ];
     if matches!(
         name,
         "token_embd.weight" | "output_norm.weight" | "output.weight"
     ) {
         return true;
     }
-    let Some(rest) = name.strip_prefix("blk.") else {
+    let Some((layer, role)) = name.strip_prefix("blk.").and_then(|r| r.split_once('.')) else {
         return false;
     };
-    let Some((layer, role)) = rest.split_once('.') else {
-        return false;
-    };
-    layer.parse::<u32>().is_ok_and(|i| i < config.n_layers) && LAYER.contains(&role)
+    layer.parse::<u32>().is_ok_and(|i| i < config.n_layers) && LAYER_TENSORS.contains(&role)
 }
 
 /// Uploads one tensor (`data`: its bytes as in the file).
@@ -134,7 +122,7 @@ impl ModelWeights {
         };
         let mut layers = Vec::with_capacity(config.n_layers as usize);
         for i in 0..config.n_layers {
-            let mut m = |s: &str| as_matrix(&format!("blk.{i}.{s}"), &mut get);
+            let mut m = |s: &str| as_matrix(&layer_tensor(i, s), &mut get);
             let (wq, wk, wv, wo) = (
                 m("attn_q.weight")?,
                 m("attn_k.weight")?,
@@ -147,12 +135,12 @@ impl ModelWeights {
                 m("ffn_down.weight")?,
             );
             layers.push(LayerWeights {
-                attn_norm: as_vector(&format!("blk.{i}.attn_norm.weight"), &mut get)?,
+                attn_norm: as_vector(&layer_tensor(i, "attn_norm.weight"), &mut get)?,
                 wq,
                 wk,
                 wv,
                 wo,
-                ffn_norm: as_vector(&format!("blk.{i}.ffn_norm.weight"), &mut get)?,
+                ffn_norm: as_vector(&layer_tensor(i, "ffn_norm.weight"), &mut get)?,
                 w_gate,
                 w_up,
                 w_down,

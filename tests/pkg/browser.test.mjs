@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, cpSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, install, root, runPage, scratch, syntheticModel, tarball } from "./common.mjs";
-import { serveDir } from "./static-server.mjs";
+import { serveDir } from "../../scripts/serve.mjs";
 
 // The synthetic vocabulary: id b < 256 is byte b; the control tokens render as nothing.
 const decodeSynthetic = (ids) => new TextDecoder("utf-8").decode(Uint8Array.from(ids.filter((id) => id < 256)));
