@@ -8,10 +8,12 @@
 use crate::error::{FuselmError, Result};
 use std::sync::{Arc, Mutex};
 
-/// Features we use when present; none is required.
+/// Features we use when present; none is required. `MEMORY_DECORATION_COHERENT` (native
+/// only) is for the grid-barrier experiments (`bench/grid_barrier`).
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SUBGROUP)
-    .union(wgpu::Features::TIMESTAMP_QUERY);
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::MEMORY_DECORATION_COHERENT);
 
 /// The backends fuselm uses: the browser's WebGPU on wasm32, Vulkan/Metal/DX12 natively.
 pub const BACKENDS: wgpu::Backends = if cfg!(target_arch = "wasm32") {
@@ -154,16 +156,32 @@ impl GpuContext {
         }
     }
 
-    /// Compiles a WGSL module. Validation errors are caught as a typed error instead of
-    /// wgpu's default behaviour (a panic natively, a console error in browsers).
+    /// Compiles one of fuselm's own WGSL modules. Validation errors are caught as a typed error
+    /// instead of wgpu's default behaviour (a panic natively, a console error in browsers).
+    ///
+    /// Natively the module is compiled without Naga's forced loop bounding: Naga otherwise
+    /// threads a 64-bit countdown through every loop (a guard against infinite loops, which
+    /// drivers may treat as unreachable), and that stops the driver from unrolling the kernels'
+    /// constant-trip loops and keeping their small arrays in registers: on an H200 the fused
+    /// decode step went from 1,000 to 690 µs without it (bench/NOTES.md). Bounds checks stay.
+    /// Browsers compile WGSL themselves and ignore this. Never use it for WGSL that fuselm did
+    /// not write.
     pub async fn shader(&self, label: &str, source: &str) -> Result<wgpu::ShaderModule> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(label),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
+        let desc = wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        };
+        // SAFETY: `create_shader_module_trusted` requires that no loop is infinite (and, with
+        // `FUSELM_SHADER_CHECKS=none`, that no access is out of bounds). Every loop of
+        // `shaders/*.wgsl` counts a u32 up to a bound by a positive step (a constant, or
+        // `WG`/`LANES`/`stride`) or shifts a power of two down to zero or up to a small
+        // constant; the bounds are shape constants or lengths validated when the model is
+        // loaded (n_ctx, n_vocab, tensor sizes < 2^32 - step), so no counter wraps.
+        let module = unsafe {
+            self.device
+                .create_shader_module_trusted(desc, shader_checks())
+        };
         match scope.pop().await {
             Some(e) => Err(FuselmError::Gpu(format!("shader {label}: {e}"))),
             None => Ok(module),
@@ -183,8 +201,38 @@ impl GpuContext {
                 layout: None,
                 module,
                 entry_point: Some(entry),
-                compilation_options: Default::default(),
+                compilation_options: compilation_options(),
                 cache: None,
             })
     }
+}
+
+/// The runtime checks fuselm's kernels are compiled with: wgpu's, less forced loop bounding
+/// (see [`GpuContext::shader`]). Native measurement knob `FUSELM_SHADER_CHECKS`: `default`
+/// restores wgpu's defaults, `none` also drops the bounds checks.
+fn shader_checks() -> wgpu::ShaderRuntimeChecks {
+    let ours = wgpu::ShaderRuntimeChecks {
+        force_loop_bounding: false,
+        ..wgpu::ShaderRuntimeChecks::checked()
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    match std::env::var("FUSELM_SHADER_CHECKS").as_deref() {
+        Ok("default") => return wgpu::ShaderRuntimeChecks::checked(),
+        Ok("none") => return wgpu::ShaderRuntimeChecks::unchecked(),
+        _ => {}
+    }
+    ours
+}
+
+/// Pipeline options of every fuselm kernel. Native measurement knob `FUSELM_NO_WG_ZERO=1`:
+/// skip the zero-initialisation of workgroup memory.
+pub(crate) fn compilation_options() -> wgpu::PipelineCompilationOptions<'static> {
+    #[cfg(not(target_arch = "wasm32"))]
+    if std::env::var_os("FUSELM_NO_WG_ZERO").is_some_and(|v| v != "0") {
+        return wgpu::PipelineCompilationOptions {
+            zero_initialize_workgroup_memory: false,
+            ..Default::default()
+        };
+    }
+    Default::default()
 }
