@@ -12,7 +12,12 @@ Object.assign(globalThis, globals);
 // wgpu's WebGPU backend looks for a global Window, then navigator.gpu.
 globalThis.Window ??= class Window {};
 globalThis.navigator ??= {};
-Object.defineProperty(globalThis.navigator, "gpu", { value: create([]), configurable: true });
+// Timestamps unquantised (Dawn rounds them to 100 µs by default, as Chrome does), so the
+// profile below can time a decode step; it changes nothing else.
+Object.defineProperty(globalThis.navigator, "gpu", {
+  value: create(["disable-dawn-features=timestamp_quantization"]),
+  configurable: true,
+});
 
 const dist = resolve("dist");
 const fuselm = await import(pathToFileURL(join(dist, "index.js")).href);
@@ -80,4 +85,13 @@ for (const [i, r] of chat.reused.entries()) {
   console.log(`chat turn ${r.turn}: ${r.promptTokens} prompt tokens, ${r.cachedTokens[0]} reused: TTFT ${r.ttftMedianMs.toFixed(2)} ms vs ${f.ttftMedianMs.toFixed(2)} ms fresh; same answer: ${r.answer === f.answer}`);
 }
 await model.dispose();
-writeFileSync(outPath, JSON.stringify({ kind: "bench-dawn", adapter: report.adapter, runs, loadSeconds, results, chat }, null, 1));
+
+// The fused step's GPU time through Dawn (the package's per-role profile, timestamp queries when
+// Dawn offers them), to compare with the native profile: is the Dawn path bound by recording
+// (the GPU step as fast as natively) or by Tint's compiled kernels (the step itself slower)?
+const profiled = await fuselm.bench({ profile: true, longContext: false, runs: 1 }, await openAsBlob(modelPath));
+for (const p of profiled.profile) {
+  const roles = p.roles.map((r) => `${r.role.split("+")[0]}=${(r.microsecondsPerStep / r.dispatchesPerStep).toFixed(2)}`).join(" ");
+  console.log(`dawn profile (${p.timer}), context ${p.context}: step ${p.stepMicroseconds.toFixed(0)} us  ${roles}`);
+}
+writeFileSync(outPath, JSON.stringify({ kind: "bench-dawn", adapter: report.adapter, runs, loadSeconds, results, chat, profile: profiled.profile }, null, 1));
