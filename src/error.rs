@@ -31,7 +31,7 @@ pub enum FuselmError {
     Gpu(String),
 
     /// The model file is not a valid or supported GGUF (names the key, tensor or offset).
-    #[error("invalid model file: {0}")]
+    #[error("model file: {0}")]
     Gguf(#[from] crate::gguf::GgufError),
 
     /// The model's vocabulary could not be turned into a tokenizer.
@@ -115,6 +115,10 @@ impl FuselmError {
             FuselmError::DeviceRequest { .. } => ErrorKind::DeviceRequest,
             FuselmError::LimitExceeded { .. } => ErrorKind::LimitExceeded,
             FuselmError::Gpu(_) => ErrorKind::Gpu,
+            // A well-formed tensor of a type fuselm has no kernel for (IQ4_NL, Q5_K, …).
+            FuselmError::Gguf(crate::gguf::GgufError::UnsupportedTensorType { .. }) => {
+                ErrorKind::UnsupportedQuant
+            }
             FuselmError::Gguf(_) => ErrorKind::InvalidModel,
             FuselmError::Tokenizer(_) => ErrorKind::Tokenizer,
             FuselmError::Template(_) => ErrorKind::Template,

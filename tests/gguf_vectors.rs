@@ -4,8 +4,8 @@
 mod common;
 
 use fuselm::gguf::{
-    dequantize, dequantize_row_into, f16_to_f32, f32_to_f16, quantize_q4_0, quantize_q4_1,
-    quantize_q8_0, GgmlType, GgufError,
+    dequantize, dequantize_row_into, f16_to_f32, f32_to_f16, quantize_bf16, quantize_q4_0,
+    quantize_q4_1, quantize_q4_k, quantize_q6_k, quantize_q8_0, GgmlType, GgufError,
 };
 use serde_json::Value;
 
@@ -264,3 +264,56 @@ fn check_dequant_size_errors() {
     assert_eq!(f16_to_f32(0x3c00), 1.0);
 }
 cross_test!(dequant_size_errors, check_dequant_size_errors);
+
+/// The plain K-quant and BF16 quantizers (synthetic models and tests) round-trip through the
+/// dequantizers within their step: Q4_K's 4-bit steps of ≤ 2/15 plus its 6-bit scales, Q6_K's
+/// 6-bit steps of ≤ 1/31, BF16's 8-bit mantissa. A zero-padded partial superblock and an
+/// all-zero one decode to zeros.
+fn check_k_quantizers_round_trip() {
+    let mut s = 0x1234_5678u32;
+    let x: Vec<f32> = (0..700)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            s as f32 / u32::MAX as f32 * 2.0 - 1.0
+        })
+        .collect();
+    let padded = |v: &[f32]| [v, &vec![0.0; 768 - v.len()][..]].concat();
+    for (ty, bytes, tol) in [
+        (GgmlType::Q4_K, quantize_q4_k(&x), 0.1f32),
+        (GgmlType::Q6_K, quantize_q6_k(&x), 0.025),
+    ] {
+        assert_eq!(bytes.len(), 3 * ty.block_bytes(), "{ty}");
+        let y = dequantize(ty, &bytes, 768).unwrap();
+        let want = padded(&x);
+        let worst = y
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(worst <= tol, "{ty}: max error {worst} > {tol}");
+        assert!(worst > 0.0, "{ty}: lossless is suspicious");
+        let zeros = dequantize(
+            ty,
+            &(if ty == GgmlType::Q4_K {
+                quantize_q4_k(&[0.0; 256])
+            } else {
+                quantize_q6_k(&[0.0; 256])
+            }),
+            256,
+        )
+        .unwrap();
+        assert!(zeros.iter().all(|&v| v == 0.0), "{ty}: zeros");
+    }
+    let y = dequantize(GgmlType::BF16, &quantize_bf16(&x), x.len()).unwrap();
+    for (a, b) in y.iter().zip(&x) {
+        assert!((a - b).abs() <= b.abs() / 256.0, "bf16 {a} vs {b}");
+    }
+    assert_eq!(
+        quantize_bf16(&[1.0 + 1.0 / 256.0]),
+        [0x80, 0x3f],
+        "ties round to even"
+    );
+}
+cross_test!(k_quantizers_round_trip, check_k_quantizers_round_trip);

@@ -17,7 +17,11 @@ const REL: f32 = 1e-5;
 /// Shapes (k, n) per format: ragged n everywhere; ragged k only where the format allows it.
 fn shapes(format: WeightFormat) -> Vec<(usize, usize)> {
     match format {
-        WeightFormat::F32 | WeightFormat::F16 => vec![(100, 33), (33, 100), (576, 576), (8, 7)],
+        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 => {
+            vec![(100, 33), (33, 100), (576, 576), (8, 7)]
+        }
+        // 256-value superblocks: k is a multiple of 256.
+        WeightFormat::Q4_K | WeightFormat::Q6_K => vec![(256, 33), (768, 300), (1536, 100)],
         _ => vec![(64, 33), (576, 1536), (1536, 576), (96, 100)],
     }
 }
@@ -165,10 +169,14 @@ gpu_test!(matmul_all_formats_match_reference, matmul_all_formats);
 
 /// Edges of matmul.wgsl's 32-row x 32-token tiles and 64-value k slabs: token counts below,
 /// across and at multiples of the tile (1, 7, 33, 128), row counts not a multiple of 32, and k
-/// with a partial last slab (k % 64 = 32 for the block formats; any k for F32/F16).
+/// with a partial last slab (k % 64 = 32 for the 32-value block formats; any k for the float
+/// formats; K-quants' k is a multiple of 256).
 fn tile_edges(format: WeightFormat) -> Vec<(usize, usize, usize)> {
     match format {
-        WeightFormat::F32 | WeightFormat::F16 => vec![
+        WeightFormat::Q4_K | WeightFormat::Q6_K => {
+            vec![(256, 100, 33), (768, 97, 128), (256, 31, 7)]
+        }
+        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 => vec![
             (100, 33, 33),
             (33, 100, 128),
             (130, 97, 1),

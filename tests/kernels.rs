@@ -24,6 +24,9 @@ async fn embed_all_formats() {
         (WeightFormat::Q8_0, 576, 1000, Some(40_000)),
         (WeightFormat::Q4_0, 64, 33, None),
         (WeightFormat::Q4_1, 576, 300, Some(20_000)),
+        (WeightFormat::BF16, 33, 100, None),
+        (WeightFormat::Q4_K, 256, 100, None),
+        (WeightFormat::Q6_K, 512, 60, Some(20_000)),
     ];
     for (i, (format, k, n_vocab, chunk)) in cases.into_iter().enumerate() {
         let mut rng = Rng::new(i as u64);

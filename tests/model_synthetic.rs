@@ -51,6 +51,21 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
                 ..SyntheticSpec::default()
             },
         ),
+        (
+            "q4_k/q6_k/bf16, GQA 4:1, untied Q6_K head",
+            SyntheticSpec {
+                n_layers: 3,
+                n_embd: 256,
+                n_ff: 512,
+                n_head: 4,
+                n_head_kv: 1,
+                matrix_types: vec![GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::BF16],
+                embedding_type: GgmlType::Q6_K,
+                tied: false,
+                seed: 5,
+                ..SyntheticSpec::default()
+            },
+        ),
     ]
 }
 

@@ -367,16 +367,28 @@ gpu_test!(
     streaming_loader_matches_whole_file
 );
 
-/// A model whose matrices are in a format with no GPU kernel (Q6_K) is refused with the typed
+/// A model with a matrix in a format with no GPU kernel (IQ4_NL) is refused with the typed
 /// "unsupported-quant" error as soon as its header is in, before any weight is uploaded.
 async fn unsupported_quant_is_refused_at_the_header() {
     let spec = SyntheticSpec {
         n_embd: 256,
         n_ff: 512,
-        matrix_types: vec![fuselm::gguf::GgmlType::Q6_K],
+        matrix_types: vec![fuselm::gguf::GgmlType::Q4_0],
         ..SyntheticSpec::default()
     };
-    let bytes = synthetic_llama(&spec);
+    let mut bytes = synthetic_llama(&spec);
+    // blk.0.attn_q.weight becomes IQ4_NL (type id 20), whose 18-byte blocks are Q4_0's size:
+    // its tensor info is the name, n_dims (u32), 2 dims (u64), then the type id (u32).
+    let name = b"blk.0.attn_q.weight";
+    let at = bytes
+        .windows(name.len())
+        .position(|w| w == name)
+        .expect("tensor info")
+        + name.len()
+        + 4
+        + 16;
+    assert_eq!(bytes[at..at + 4], 2u32.to_le_bytes(), "Q4_0 type id");
+    bytes[at..at + 4].copy_from_slice(&20u32.to_le_bytes());
     let ctx = GpuContext::new().await.expect("gpu");
     let mut loader = ModelLoader::new(ctx, LoadOptions::default());
     let err = bytes
@@ -384,7 +396,7 @@ async fn unsupported_quant_is_refused_at_the_header() {
         .find_map(|piece| loader.push(piece).err())
         .expect("refused");
     assert_eq!(err.kind(), ErrorKind::UnsupportedQuant, "{err}");
-    assert!(err.to_string().contains("Q6_K"), "{err}");
+    assert!(err.to_string().contains("IQ4_NL"), "{err}");
     assert_eq!(loader.status().tensors_uploaded, 0);
     assert!(loader.status().bytes_received < bytes.len() as u64 / 2);
     // The whole-file path says the same.

@@ -69,7 +69,10 @@ pub enum GgufError {
     // ---- tensor directory ----
     #[error("tensor \"{name}\" has unknown ggml type id {type_id}; its size cannot be computed")]
     UnknownTensorType { name: String, type_id: u32 },
-    #[error("tensor \"{name}\" has ggml type id {type_id}, which this reader cannot dequantize or upload")]
+    #[error(
+        "tensor \"{name}\" is {} (ggml type id {type_id}), which fuselm cannot dequantize or upload",
+        super::tensor_type::type_name(*.type_id).unwrap_or("of an unknown type")
+    )]
     UnsupportedTensorType { name: String, type_id: u32 },
     #[error("tensor name \"{name}\" is {len} bytes; ggml allows at most 63")]
     TensorNameTooLong { name: String, len: u64 },

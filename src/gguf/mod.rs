@@ -62,7 +62,9 @@ pub use error::GgufError;
 pub use f16::{bf16_to_f32, f16_to_f32, f32_to_f16};
 pub use metadata::{Metadata, MetadataArray, MetadataValue, ValueType};
 pub use model_config::{layer_tensor, ModelConfig, RopeScaling, RopeStyle, LAYER_TENSORS};
-pub use quantize::{quantize_q4_0, quantize_q4_1, quantize_q8_0};
+pub use quantize::{
+    quantize_bf16, quantize_q4_0, quantize_q4_1, quantize_q4_k, quantize_q6_k, quantize_q8_0,
+};
 pub use reader::{
     Gguf, TensorInfo, DEFAULT_ALIGNMENT, DEFAULT_MAX_HEADER_BYTES, MAX_ARRAY_DEPTH, MAX_DIMS,
     MAX_TENSOR_NAME,

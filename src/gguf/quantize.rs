@@ -4,6 +4,9 @@
 //! bytes match what `llama-quantize` would write for the same input.
 //!
 //! Input lengths that are not a multiple of 32 are zero-padded up to a whole block.
+//!
+//! The K-quant quantizers at the end are plain min/max and absmax ones, not ggml's iterative
+//! searches: valid Q4_K/Q6_K bytes for synthetic models and tests, not `llama-quantize`'s.
 
 use super::f16::f32_to_f16;
 
@@ -75,4 +78,135 @@ pub fn quantize_q4_1(x: &[f32]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// A plain min/max Q4_K quantizer (not ggml's iterative `make_qkx2_quants`: the bytes differ
+/// from `llama-quantize`'s, the format is the same), for synthetic models and tests. Per
+/// 32-value sub-block j: scale s_j = (max - min) / 15 and offset o_j = max(0, -min); the 6-bit
+/// sc_j, m_j are s_j / d and o_j / dmin rounded, with d = max s / 63, dmin = max o / 63; then
+/// q = round((x + dmin m_j) / (d sc_j)) in 0..15. Lengths are zero-padded to 256.
+pub fn quantize_q4_k(x: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.len().div_ceil(256) * 144);
+    for c in x.chunks(256) {
+        let mut b = [0.0f32; 256];
+        b[..c.len()].copy_from_slice(c);
+        let (mut s, mut o) = ([0.0f32; 8], [0.0f32; 8]);
+        for (j, sub) in b.chunks_exact(32).enumerate() {
+            let min = sub.iter().fold(f32::MAX, |m, &v| m.min(v)).min(0.0);
+            let max = sub.iter().fold(-f32::MAX, |m, &v| m.max(v));
+            s[j] = (max - min) / 15.0;
+            o[j] = -min;
+        }
+        let d = s.iter().fold(0.0f32, |m, &v| m.max(v)) / 63.0;
+        let dmin = o.iter().fold(0.0f32, |m, &v| m.max(v)) / 63.0;
+        let (d, dmin) = (
+            super::f16::f16_to_f32(f32_to_f16(d)),
+            super::f16::f16_to_f32(f32_to_f16(dmin)),
+        );
+        let six = |v: f32, by: f32| {
+            if by > 0.0 {
+                (v / by).round().clamp(0.0, 63.0) as u8
+            } else {
+                0
+            }
+        };
+        let sc: Vec<u8> = s.iter().map(|&v| six(v, d)).collect();
+        let m: Vec<u8> = o.iter().map(|&v| six(v, dmin)).collect();
+        out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+        out.extend_from_slice(&f32_to_f16(dmin).to_le_bytes());
+        // The inverse of `scale_min_k4`.
+        let mut packed = [0u8; 12];
+        for j in 0..4 {
+            packed[j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6);
+            packed[j + 4] = (m[j] & 63) | ((m[j + 4] >> 4) << 6);
+            packed[j + 8] = (sc[j + 4] & 0x0f) | ((m[j + 4] & 0x0f) << 4);
+        }
+        out.extend_from_slice(&packed);
+        let q = |i: usize| {
+            let j = i / 32;
+            let step = d * f32::from(sc[j]);
+            let v = b[i] + dmin * f32::from(m[j]);
+            if step > 0.0 {
+                (v / step).round().clamp(0.0, 15.0) as u8
+            } else {
+                0
+            }
+        };
+        for chunk in 0..4 {
+            for l in 0..32 {
+                out.push(q(64 * chunk + l) | (q(64 * chunk + 32 + l) << 4));
+            }
+        }
+    }
+    out
+}
+
+/// A plain absmax Q6_K quantizer (not ggml's `make_qx_quants`), for synthetic models and
+/// tests: per 16 values a scale s_i = max|x| / 31, stored as i8 sc_i = round(s_i / d) with
+/// d = max s / 127; q = round(x / (d sc_i)) in -32..31, stored + 32 in ggml's ql/qh layout.
+/// Lengths are zero-padded to 256.
+pub fn quantize_q6_k(x: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.len().div_ceil(256) * 210);
+    for c in x.chunks(256) {
+        let mut b = [0.0f32; 256];
+        b[..c.len()].copy_from_slice(c);
+        let s: Vec<f32> = b
+            .chunks_exact(16)
+            .map(|g| g.iter().fold(0.0f32, |m, &v| m.max(v.abs())) / 31.0)
+            .collect();
+        let d = super::f16::f16_to_f32(f32_to_f16(s.iter().fold(0.0f32, |m, &v| m.max(v)) / 127.0));
+        let sc: Vec<i8> = s
+            .iter()
+            .map(|&v| {
+                if d > 0.0 {
+                    (v / d).round().clamp(-128.0, 127.0) as i8
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let q: Vec<u8> = (0..256)
+            .map(|i| {
+                let step = d * f32::from(sc[i / 16]);
+                let v = if step != 0.0 {
+                    (b[i] / step).round().clamp(-32.0, 31.0)
+                } else {
+                    0.0
+                };
+                (v as i8 + 32) as u8
+            })
+            .collect();
+        let (mut ql, mut qh) = ([0u8; 128], [0u8; 64]);
+        for half in 0..2 {
+            let q = &q[128 * half..];
+            for l in 0..32 {
+                ql[64 * half + l] = (q[l] & 0x0f) | ((q[l + 64] & 0x0f) << 4);
+                ql[64 * half + l + 32] = (q[l + 32] & 0x0f) | ((q[l + 96] & 0x0f) << 4);
+                qh[32 * half + l] = (q[l] >> 4)
+                    | ((q[l + 32] >> 4) << 2)
+                    | ((q[l + 64] >> 4) << 4)
+                    | ((q[l + 96] >> 4) << 6);
+            }
+        }
+        out.extend_from_slice(&ql);
+        out.extend_from_slice(&qh);
+        out.extend(sc.iter().map(|&v| v as u8));
+        out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+    }
+    out
+}
+
+/// BF16 bytes of `x`, rounded to nearest even (NaN stays NaN).
+pub fn quantize_bf16(x: &[f32]) -> Vec<u8> {
+    x.iter()
+        .flat_map(|v| {
+            let bits = v.to_bits();
+            let h = if v.is_nan() {
+                (bits >> 16) as u16 | 0x40
+            } else {
+                ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16
+            };
+            h.to_le_bytes()
+        })
+        .collect()
 }

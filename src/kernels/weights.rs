@@ -15,10 +15,15 @@
 //! | Q8_0 | 34 B / 32 | 36 B | 9 | word 0: f16 d (low half), 0 (high); words 1..8: 32 × i8 |
 //! | Q4_0 | 18 B / 32 | 20 B | 5 | word 0: f16 d, 0; words 1..4: 16 bytes of nibble pairs |
 //! | Q4_1 | 20 B / 32 | same | 5 | word 0: f16 d (low), f16 m (high); words 1..4: nibbles |
+//! | BF16 | 2 B / 1 | same | ½ per value | bf16 (the top half of an f32), packed as F16 |
+//! | Q4_K | 144 B / 256 | 148 B | 37 | word 0: f16 d, f16 dmin; words 1..4: the 8 (scale, min) 6-bit pairs unpacked to bytes; words 5..36: ggml's 128 quant bytes |
+//! | Q6_K | 210 B / 256 | 212 B | 53 | word 0: f16 d, 0; words 1..4: 16 × i8 scales; words 5..36: each 8-value unit's low nibbles; words 37..52: its 2-bit high parts, 16 bits per unit |
 //!
 //! Nibbles: element j < 16 of a block is the low nibble of quant byte j, element j + 16 its
 //! high nibble. The WGSL decoders are `shaders/weights_<format>.wgsl`; Q8_0 and Q4_0 cost
-//! 6% and 11% more memory than in the file.
+//! 6% and 11% more memory than in the file, Q4_K 2.8% (its scales unpacked, so a unit needs
+//! one scale word instead of three) and Q6_K 1.0% (ggml's block is not 4-byte aligned, and
+//! regrouping its bits per unit lets each unit read four words).
 //!
 //! # Chunks
 //! A weight larger than maxStorageBufferBindingSize (or maxBufferSize) is split by rows into
@@ -26,7 +31,7 @@
 //! odd `k` are split at even rows only, so every chunk starts on a word.
 
 use crate::error::{FuselmError, Result};
-use crate::gguf::GgmlType;
+use crate::gguf::{scale_min_k4, GgmlType};
 use crate::gpu::GpuContext;
 use crate::shaders;
 use std::borrow::Cow;
@@ -40,18 +45,25 @@ pub enum WeightFormat {
     Q8_0,
     Q4_0,
     Q4_1,
+    BF16,
+    Q4_K,
+    Q6_K,
 }
 
 impl WeightFormat {
-    pub const ALL: [WeightFormat; 5] = [
+    pub const ALL: [WeightFormat; 8] = [
         WeightFormat::F32,
         WeightFormat::F16,
         WeightFormat::Q8_0,
         WeightFormat::Q4_0,
         WeightFormat::Q4_1,
+        WeightFormat::BF16,
+        WeightFormat::Q4_K,
+        WeightFormat::Q6_K,
     ];
 
-    /// The GPU format for a ggml type, or `InvalidArgument` for types with no GPU decoder.
+    /// The GPU format for a ggml type (every type the GGUF reader decodes has one; other type
+    /// ids are refused by the reader and `gpu_model::check_fit`).
     pub fn from_ggml(ty: GgmlType) -> Result<Self> {
         Ok(match ty {
             GgmlType::F32 => WeightFormat::F32,
@@ -59,11 +71,9 @@ impl WeightFormat {
             GgmlType::Q8_0 => WeightFormat::Q8_0,
             GgmlType::Q4_0 => WeightFormat::Q4_0,
             GgmlType::Q4_1 => WeightFormat::Q4_1,
-            other => {
-                return Err(FuselmError::UnsupportedQuant(format!(
-                    "no GPU kernel for weights of type {other} (GPU formats: F32, F16, Q8_0, Q4_0, Q4_1)"
-                )))
-            }
+            GgmlType::BF16 => WeightFormat::BF16,
+            GgmlType::Q4_K => WeightFormat::Q4_K,
+            GgmlType::Q6_K => WeightFormat::Q6_K,
         })
     }
 
@@ -74,13 +84,17 @@ impl WeightFormat {
             WeightFormat::Q8_0 => GgmlType::Q8_0,
             WeightFormat::Q4_0 => GgmlType::Q4_0,
             WeightFormat::Q4_1 => GgmlType::Q4_1,
+            WeightFormat::BF16 => GgmlType::BF16,
+            WeightFormat::Q4_K => GgmlType::Q4_K,
+            WeightFormat::Q6_K => GgmlType::Q6_K,
         }
     }
 
     /// Values per block (1 for float formats).
     pub fn block_len(self) -> u64 {
         match self {
-            WeightFormat::F32 | WeightFormat::F16 => 1,
+            WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 => 1,
+            WeightFormat::Q4_K | WeightFormat::Q6_K => 256,
             _ => 32,
         }
     }
@@ -89,9 +103,11 @@ impl WeightFormat {
     pub fn gpu_block_bytes(self) -> u64 {
         match self {
             WeightFormat::F32 => 4,
-            WeightFormat::F16 => 2,
+            WeightFormat::F16 | WeightFormat::BF16 => 2,
             WeightFormat::Q8_0 => 36,
             WeightFormat::Q4_0 | WeightFormat::Q4_1 => 20,
+            WeightFormat::Q4_K => 148,
+            WeightFormat::Q6_K => 212,
         }
     }
 
@@ -125,6 +141,9 @@ impl WeightFormat {
             WeightFormat::Q8_0 => shaders::WEIGHTS_Q8_0,
             WeightFormat::Q4_0 => shaders::WEIGHTS_Q4_0,
             WeightFormat::Q4_1 => shaders::WEIGHTS_Q4_1,
+            WeightFormat::BF16 => shaders::WEIGHTS_BF16,
+            WeightFormat::Q4_K => shaders::WEIGHTS_Q4_K,
+            WeightFormat::Q6_K => shaders::WEIGHTS_Q6_K,
         }
     }
 }
@@ -187,7 +206,28 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>
         )));
     }
     let out = match format {
-        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::Q4_1 => Cow::Borrowed(bytes),
+        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 | WeightFormat::Q4_1 => {
+            Cow::Borrowed(bytes)
+        }
+        WeightFormat::Q4_K => {
+            let mut out = Vec::with_capacity(bytes.len() / block * 148);
+            for b in bytes.chunks_exact(block) {
+                out.extend_from_slice(&b[..4]);
+                for j in 0..8 {
+                    let (sc, m) = scale_min_k4(j, &b[4..16]);
+                    out.extend_from_slice(&[sc, m]);
+                }
+                out.extend_from_slice(&b[16..144]);
+            }
+            Cow::Owned(out)
+        }
+        WeightFormat::Q6_K => {
+            let mut out = Vec::with_capacity(bytes.len() / block * 212);
+            for b in bytes.chunks_exact(block) {
+                repack_q6_k(b, &mut out);
+            }
+            Cow::Owned(out)
+        }
         WeightFormat::Q8_0 | WeightFormat::Q4_0 => {
             let mut out = Vec::with_capacity(bytes.len() / block * (block + 2));
             for b in bytes.chunks_exact(block) {
@@ -199,6 +239,40 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>
         }
     };
     Ok((layout, out))
+}
+
+/// One ggml Q6_K block (210 bytes) in the GPU layout (212 bytes, module docs).
+fn repack_q6_k(b: &[u8], out: &mut Vec<u8>) {
+    // The 6-bit quant of each of the 256 values, indexed as ggml's dequantize_row_q6_K.
+    let mut q = [0u8; 256];
+    for half in 0..2 {
+        let ql = &b[64 * half..64 * half + 64];
+        let qh = &b[128 + 32 * half..128 + 32 * half + 32];
+        let q = &mut q[128 * half..128 * half + 128];
+        for l in 0..32 {
+            q[l] = (ql[l] & 0x0f) | ((qh[l] & 3) << 4);
+            q[l + 32] = (ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4);
+            q[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+            q[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+        }
+    }
+    out.extend_from_slice(&b[208..210]);
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&b[192..208]);
+    for unit in q.chunks_exact(8) {
+        let lo = unit
+            .iter()
+            .enumerate()
+            .fold(0u32, |w, (i, &v)| w | (u32::from(v & 0x0f) << (4 * i)));
+        out.extend_from_slice(&lo.to_le_bytes());
+    }
+    for pair in q.chunks_exact(16) {
+        let hi = pair
+            .iter()
+            .enumerate()
+            .fold(0u32, |w, (i, &v)| w | (u32::from(v >> 4) << (2 * i)));
+        out.extend_from_slice(&hi.to_le_bytes());
+    }
 }
 
 /// One row-range of a weight in its own buffer.

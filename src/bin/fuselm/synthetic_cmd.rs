@@ -34,6 +34,10 @@ pub fn run(args: SyntheticArgs) -> Result<(), Box<dyn Error>> {
             .ok_or_else(|| format!("--matrix-type: {name} is not a GPU weight format"))?;
         spec.matrix_types = vec![ty];
         spec.embedding_type = ty;
+        if ty.block_len() == 256 {
+            // K-quant rows are whole 256-value superblocks.
+            (spec.n_embd, spec.n_ff) = (256, 512);
+        }
     }
     let bytes = synthetic_llama(&spec);
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -1,0 +1,37 @@
+// Weight decoder, Q4_K repacked (kernels::weights): 148-byte superblocks = 37 u32 words per
+// 256 values. Word 0: f16 d (low half) and f16 dmin (high half), as in ggml; words 1..4: the
+// eight 6-bit (scale, min) pairs of ggml's 12 packed bytes, unpacked at load to one byte each
+// (pair j in half j % 2 of word 1 + j / 2: scale in its low byte, min in its high byte);
+// words 5..36: ggml's 128 quant bytes unchanged. Each 64-value chunk c uses 32 quant bytes:
+// sub-block 2c is their low nibbles, sub-block 2c + 1 their high nibbles.
+// value = (d * scale) * q - dmin * min, as ggml's dequantize_row_q4_K.
+//
+// Unit s of a superblock (values 8s..8s+7; chunk c = s / 8, t = s % 8) reads quant words
+// 5 + 8c + 2(t % 4) and the next one: low nibbles of sub-block 2c for t < 4, high nibbles of
+// sub-block 2c + 1 otherwise.
+
+const Q4_K_WORDS: u32 = 37u;
+
+// The words unit u needs: (d/dmin word, its (scale, min) word, quant word, next quant word).
+fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
+    let base = (row * (k / 256u) + u / 32u) * Q4_K_WORDS;
+    let s = u % 32u;
+    let j = 2u * (s / 8u) + (s % 8u) / 4u;
+    let q = base + 5u + 8u * (s / 8u) + 2u * (s % 4u);
+    return vec4<u32>(w[base], w[base + 1u + j / 2u], w[q], w[q + 1u]);
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let dm = unpack2x16float(raw.x);
+    let s = u % 32u;
+    let j = 2u * (s / 8u) + (s % 8u) / 4u;
+    let pair = raw.y >> (16u * (j % 2u));
+    let d1 = dm.x * f32(pair & 0xffu);
+    let m1 = dm.y * f32((pair >> 8u) & 0xffu);
+    let shift = 4u * ((s % 8u) / 4u);
+    return W8(nibbles4(raw.z, shift) * d1 - m1, nibbles4(raw.w, shift) * d1 - m1);
+}
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    return w_decode(w_fetch(row, u, k), row, u, k);
+}
