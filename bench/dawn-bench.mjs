@@ -13,16 +13,28 @@ Object.assign(globalThis, globals);
 globalThis.Window ??= class Window {};
 globalThis.navigator ??= {};
 // Timestamps unquantised (Dawn rounds them to 100 µs by default, as Chrome does), so the
-// profile below can time a decode step; it changes nothing else.
+// profile below can time a decode step; it changes nothing else. DAWN_ENABLE=a,b adds Dawn
+// toggles for experiments (e.g. disable_robustness); PROFILE_ONLY=1 runs only the profile.
+const enable = process.env.DAWN_ENABLE ? [`enable-dawn-features=${process.env.DAWN_ENABLE}`] : [];
 Object.defineProperty(globalThis.navigator, "gpu", {
-  value: create(["disable-dawn-features=timestamp_quantization"]),
+  value: create(["disable-dawn-features=timestamp_quantization", ...enable]),
   configurable: true,
 });
+const profileOnly = process.env.PROFILE_ONLY === "1";
 
 const dist = resolve("dist");
 const fuselm = await import(pathToFileURL(join(dist, "index.js")).href);
 await fuselm.init(readFileSync(join(dist, "wasm", "fuselm_bg.wasm")));
 const report = await fuselm.probe({});
+if (profileOnly) {
+  const profiled = await fuselm.bench({ profile: true, longContext: false, runs: 1 }, await openAsBlob(modelPath));
+  for (const p of profiled.profile) {
+    const roles = p.roles.map((r) => `${r.role.split("+")[0]}=${(r.microsecondsPerStep / r.dispatchesPerStep).toFixed(2)}`).join(" ");
+    const fused = profiled.results.filter((r) => r.strategy === "fused").map((r) => Math.round(r.decodeTokensPerSecond.median));
+    console.log(`dawn [${enable.join(" ")}] fused tok/s ${fused}  profile (${p.timer}): step ${p.stepMicroseconds.toFixed(0)} us  ${roles}`);
+  }
+  process.exit(0);
+}
 const loadStart = performance.now();
 const model = await fuselm.loadModel(await openAsBlob(modelPath), { nCtx: 1152 });
 const loadSeconds = (performance.now() - loadStart) / 1000;
