@@ -120,9 +120,17 @@ struct Workload {
 }
 
 /// Prompt ids of exactly `len` tokens: ordinary-text ids of SmolLM2's vocabulary, repeated.
-fn prompt_of(len: usize) -> Vec<u32> {
+/// A synthetic prompt of `len` token ids: ids 300..20300 (the same prompts for every model with
+/// a real vocabulary), or spread over the whole vocabulary when it is smaller than that.
+fn prompt_of(len: usize, vocab: u32) -> Vec<u32> {
     (0..len as u32)
-        .map(|i| 300 + ((i % 64) * 7919) % 20000)
+        .map(|i| {
+            if vocab > 20_300 {
+                300 + ((i % 64) * 7919) % 20000
+            } else {
+                1 + ((i % 64) * 7919) % (vocab.max(2) - 1)
+            }
+        })
         .collect()
 }
 
@@ -260,30 +268,31 @@ pub async fn bench(
             kv_f16: Some(false),
         };
         let mut m = GpuModel::load(GpuContext::new().await?, bytes, &load).await?;
+        let vocab = m.config().vocab_size;
         let mut workloads = vec![
             Workload {
                 name: "prompt 16, 128 new".into(),
-                prompt: prompt_of(16),
+                prompt: prompt_of(16, vocab),
                 new_tokens: 128,
             },
             Workload {
                 name: "prompt 128, 128 new".into(),
-                prompt: prompt_of(128),
+                prompt: prompt_of(128, vocab),
                 new_tokens: 128,
             },
         ];
         if long {
             workloads.push(Workload {
                 name: "context 1024 (prompt 960, 64 new)".into(),
-                prompt: prompt_of(960),
+                prompt: prompt_of(960, vocab),
                 new_tokens: 64,
             });
         }
         bench_model(&mut m, &workloads, runs, chunk, &mut rows, &mut notes).await?;
         if options.profile.unwrap_or(false) && m.fused_available().is_ok() {
-            profile.push(m.profile_fused(&prompt_of(16), 5).await?);
+            profile.push(m.profile_fused(&prompt_of(16, vocab), 5).await?);
             if long {
-                profile.push(m.profile_fused(&prompt_of(1000), 5).await?);
+                profile.push(m.profile_fused(&prompt_of(1000, vocab), 5).await?);
             }
         }
     }

@@ -1,7 +1,9 @@
-//! `fuselm synthetic-model OUT.gguf [--seed N] [--matrix-type T]`: writes the tiny random Llama
-//! that the Rust tests use, so the browser and site tests (and anyone without a downloaded model)
-//! get a model file. Its layers mix Q4_1, Q8_0 and Q4_0 unless `--matrix-type` names one format
-//! for every matrix (fewer kernels to compile: browser tests that load often use that).
+//! `fuselm synthetic-model OUT.gguf [--seed N] [--matrix-type T] [--n-embd E --n-ff F --layers L
+//! --heads H --kv-heads K]`: writes the tiny random Llama that the Rust tests use, so the browser
+//! and site tests (and anyone without a downloaded model) get a model file. Its layers mix Q4_1,
+//! Q8_0 and Q4_0 unless `--matrix-type` names one format for every matrix (fewer kernels to
+//! compile: browser tests that load often use that). The shape flags make larger ones, e.g. to
+//! measure a weight format's kernels at a real model's dimensions on a GPU.
 
 use fuselm::gguf::GgmlType;
 use fuselm::kernels::WeightFormat;
@@ -16,9 +18,23 @@ pub struct SyntheticArgs {
     /// Seed of the random weights (default: `SyntheticSpec::default()`'s).
     #[arg(long)]
     seed: Option<u64>,
-    /// One ggml type for every matrix and the embedding (Q4_0, Q4_1, Q8_0, F16, F32).
+    /// One ggml type for every matrix and the embedding (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K, F16,
+    /// BF16, F32).
     #[arg(long)]
     matrix_type: Option<String>,
+    /// Model width (K-quants: a multiple of 256).
+    #[arg(long)]
+    n_embd: Option<u64>,
+    /// FFN width (K-quants: a multiple of 256).
+    #[arg(long)]
+    n_ff: Option<u64>,
+    #[arg(long)]
+    layers: Option<u32>,
+    /// Query heads (head_dim = n_embd / heads).
+    #[arg(long)]
+    heads: Option<u64>,
+    #[arg(long)]
+    kv_heads: Option<u64>,
 }
 
 pub fn run(args: SyntheticArgs) -> Result<(), Box<dyn Error>> {
@@ -38,6 +54,31 @@ pub fn run(args: SyntheticArgs) -> Result<(), Box<dyn Error>> {
             // K-quant rows are whole 256-value superblocks.
             (spec.n_embd, spec.n_ff) = (256, 512);
         }
+    }
+    spec.n_embd = args.n_embd.unwrap_or(spec.n_embd);
+    spec.n_ff = args.n_ff.unwrap_or(spec.n_ff);
+    spec.n_layers = args.layers.unwrap_or(spec.n_layers);
+    spec.n_head = args.heads.unwrap_or(spec.n_head);
+    spec.n_head_kv = args.kv_heads.unwrap_or(spec.n_head_kv);
+    let block = spec
+        .matrix_types
+        .iter()
+        .chain([&spec.embedding_type])
+        .map(|t| t.block_len() as u64)
+        .max()
+        .unwrap_or(1);
+    if spec.n_head == 0
+        || spec.n_head_kv == 0
+        || spec.n_head % spec.n_head_kv != 0
+        || spec.n_embd % spec.n_head != 0
+        || spec.n_embd % block != 0
+        || spec.n_ff % block != 0
+    {
+        return Err(format!(
+            "shape: n_embd {} and n_ff {} must be multiples of {block} (the format's block), n_embd of heads {}, heads of kv-heads {}",
+            spec.n_embd, spec.n_ff, spec.n_head, spec.n_head_kv
+        )
+        .into());
     }
     let bytes = synthetic_llama(&spec);
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
