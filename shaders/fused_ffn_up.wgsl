@@ -14,9 +14,12 @@
 // of n_embd floats, from cache) into workgroup memory, one vec4 of it per invocation. With
 // several chunks per head, their merge weights are computed first, once per workgroup.
 // Workgroup 0 also writes x_mid out for the residual of dispatch 4.
-// Phase 2: ROWS = 256 / LANES rows of gate and of up per workgroup, LANES lanes per row; as in
-// fused_qkv.wgsl the norm's scale is applied after the dot products, and sum(x_mid^2) comes
-// out of the same row reduction. The gate/up weights and norm_w are loaded before phase 1.
+// Phase 2: RPASS passes of ROWS = 256 / LANES rows of gate and of up per workgroup, LANES lanes
+// per row; as in fused_qkv.wgsl the norm's scale is applied after the dot products, and
+// sum(x_mid^2) comes out of the same row reduction. The first pass's gate/up weights and
+// norm_w are loaded before phase 1. RPASS (prepended; `kernels::fused_layer::ffn_up_passes`)
+// is 1 unless phase 1 is large (many heads × a wide model): every workgroup repeats it, so
+// more rows per workgroup divide its total L2 traffic.
 // Shape constants are prepended (see fused_qkv.wgsl). When state.done is set the kernel
 // returns at once.
 
@@ -101,16 +104,16 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let lane = lid % LANES;
-    let out_row = linear_group(wg, nwg) * ROWS + lid / LANES;
-    let row = min(out_row, N_FF - 1u);
+    let block0 = linear_group(wg, nwg) * RPASS;
+    let row0 = min(block0 * ROWS + lid / LANES, N_FF - 1u);
     // Weights and norm_w first: their latency overlaps the state read and phase 1.
     var gr: array<vec4<u32>, PER_LANE>;
     var ur: array<vec4<u32>, PER_LANE>;
     var na: array<W8, PER_LANE>;
     for (var j = 0u; j < PER_LANE; j++) {
         let u = min(lane + j * LANES, UNITS - 1u);
-        gr[j] = wgate_fetch(row, u, N_EMBD);
-        ur[j] = wup_fetch(row, u, N_EMBD);
+        gr[j] = wgate_fetch(row0, u, N_EMBD);
+        ur[j] = wup_fetch(row0, u, N_EMBD);
         na[j] = W8(norm_w[2u * u], norm_w[2u * u + 1u]);
     }
     if lid == 0u {
@@ -138,25 +141,37 @@ fn main(
     }
     workgroupBarrier();
 
-    // Phase 2: gate/up rows, norm folded into the reduction.
-    var acc = vec4<f32>(); // (gate dot, up dot, sum x_mid^2, 0)
-    for (var j = 0u; j < PER_LANE; j++) {
-        let u = lane + j * LANES;
-        if u < UNITS {
-            let xv = W8(xm_sh[2u * u], xm_sh[2u * u + 1u]);
-            let xw = W8(xv.a * na[j].a, xv.b * na[j].b);
-            acc += vec4<f32>(
-                dot8(wgate_decode(gr[j], row, u, N_EMBD), xw),
-                dot8(wup_decode(ur[j], row, u, N_EMBD), xw),
-                dot8(xv, xv),
-                0.0,
-            );
+    // Phase 2: gate/up rows, norm folded into the reduction; pass 0 uses the prefetched
+    // weights, later passes load theirs first.
+    for (var k = 0u; k < RPASS; k++) {
+        let out_row = (block0 + k) * ROWS + lid / LANES;
+        let row = min(out_row, N_FF - 1u);
+        if k > 0u {
+            for (var j = 0u; j < PER_LANE; j++) {
+                let u = min(lane + j * LANES, UNITS - 1u);
+                gr[j] = wgate_fetch(row, u, N_EMBD);
+                ur[j] = wup_fetch(row, u, N_EMBD);
+            }
         }
-    }
-    let t = row_sum4(lid, acc);
-    if lane == 0u && out_row < N_FF {
-        let s = inverseSqrt(t.z / f32(N_EMBD) + p.eps);
-        let g = t.x * s;
-        hidden[row] = g / (1.0 + exp(-g)) * (t.y * s);
+        var acc = vec4<f32>(); // (gate dot, up dot, sum x_mid^2, 0)
+        for (var j = 0u; j < PER_LANE; j++) {
+            let u = lane + j * LANES;
+            if u < UNITS {
+                let xv = W8(xm_sh[2u * u], xm_sh[2u * u + 1u]);
+                let xw = W8(xv.a * na[j].a, xv.b * na[j].b);
+                acc += vec4<f32>(
+                    dot8(wgate_decode(gr[j], row, u, N_EMBD), xw),
+                    dot8(wup_decode(ur[j], row, u, N_EMBD), xw),
+                    dot8(xv, xv),
+                    0.0,
+                );
+            }
+        }
+        let t = row_sum4(lid, acc);
+        if lane == 0u && out_row < N_FF {
+            let s = inverseSqrt(t.z / f32(N_EMBD) + p.eps);
+            let g = t.x * s;
+            hidden[row] = g / (1.0 + exp(-g)) * (t.y * s);
+        }
     }
 }

@@ -52,13 +52,14 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
             },
         ),
         (
-            "q4_k/q6_k/bf16, GQA 4:1, untied Q6_K head",
+            // 32 heads × 512: fused_ffn_up takes 2 row passes per workgroup (ffn_up_passes).
+            "q4_k/q6_k/bf16, 32 heads, GQA 4:1, untied Q6_K head",
             SyntheticSpec {
                 n_layers: 3,
-                n_embd: 256,
-                n_ff: 512,
-                n_head: 4,
-                n_head_kv: 1,
+                n_embd: 512,
+                n_ff: 768,
+                n_head: 32,
+                n_head_kv: 8,
                 matrix_types: vec![GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::BF16],
                 embedding_type: GgmlType::Q6_K,
                 tied: false,

@@ -4,7 +4,7 @@
 //! |---|---|---|---|
 //! | 1 | `fused_qkv` | RMS norm, Q/K/V projections, RoPE | (n_q + 2 n_kv) / (256 / lanes) |
 //! | 2 | `fused_attention` | KV append, attention over a chunk, the chunk's output projection | n_head × chunks × row blocks |
-//! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes) |
+//! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes × [`ffn_up_passes`]) |
 //! | 4 | `fused_ffn_down` | down projection + residual | n_embd / (256 / lanes) |
 //!
 //! Why this split: a dispatch boundary is needed wherever every output depends on every
@@ -426,6 +426,8 @@ pub struct FusedFfnUp {
     general: Pipeline,
     shape: FusedShape,
     lanes: u32,
+    /// Row passes per workgroup ([`ffn_up_passes`]).
+    passes: u32,
 }
 
 /// [`FusedFfnUp`] bound; the variant is chosen at record time from the steps' context.
@@ -457,13 +459,14 @@ impl FusedFfnUp {
     ) -> Result<Self> {
         s.check()?;
         let lanes = lanes_for(s.n_embd / 8, WORKGROUP);
+        let passes = ffn_up_passes(s);
         let mut slots = vec![Slot::Uniform];
         slots.extend([Slot::Read; 6]);
         slots.extend([Slot::ReadWrite; 2]);
         let source = |single: bool| {
             compose(&[
                 &s.wgsl_prelude(ctx, "", lanes),
-                &format!("const SINGLE_CHUNK: bool = {single};\n"),
+                &format!("const SINGLE_CHUNK: bool = {single};\nconst RPASS: u32 = {passes}u;\n"),
                 shaders::COMMON,
                 &gate.decoder_named("wgate"),
                 &up.decoder_named("wup"),
@@ -477,6 +480,7 @@ impl FusedFfnUp {
             general,
             shape: *s,
             lanes,
+            passes,
         })
     }
 
@@ -522,10 +526,27 @@ impl FusedFfnUp {
             general: self.general.bind(ctx, &params, &buffers)?,
             groups: groups_1d(
                 ctx,
-                u64::from(s.n_ff).div_ceil(u64::from(WORKGROUP / self.lanes)),
+                u64::from(s.n_ff).div_ceil(u64::from(WORKGROUP / self.lanes * self.passes)),
             )?,
         })
     }
+}
+
+/// Row passes per workgroup of `fused_ffn_up` (`RPASS`): every workgroup first rebuilds the
+/// residual from `n_head` attention partials of `n_embd` floats, so when that is large (a 1B
+/// model's 32 × 2048 = 256 KiB per workgroup, vs 20 KiB for SmolLM2's 9 × 576) more rows per
+/// workgroup cut the repeated L2 traffic: one pass per 8,192 floats of partials, 1 to 8.
+/// Natively, `FUSELM_FFN_PASSES` (1..16) overrides it for measurements.
+pub fn ffn_up_passes(s: &FusedShape) -> u32 {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(p) = std::env::var("FUSELM_FFN_PASSES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|p| (1..=16).contains(p))
+    {
+        return p;
+    }
+    (s.n_head * s.n_embd / 8192).clamp(1, 8)
 }
 
 /// Dispatch 4: `x = x_mid + W_down · hidden`.
