@@ -5,13 +5,19 @@ pub const BENCH_READ: &str = include_str!("../shaders/bench_read.wgsl");
 pub const BENCH_FILL: &str = include_str!("../shaders/bench_fill.wgsl");
 pub const COMMON: &str = include_str!("../shaders/common.wgsl");
 pub const WEIGHTS_F32: &str = include_str!("../shaders/weights_f32.wgsl");
-pub const WEIGHTS_F16: &str = include_str!("../shaders/weights_f16.wgsl");
+pub const WEIGHTS_F16: &str = concat!(
+    include_str!("../shaders/weights_f16.wgsl"),
+    include_str!("../shaders/weights_half.wgsl")
+);
 pub const WEIGHTS_Q8_0: &str = include_str!("../shaders/weights_q8_0.wgsl");
 pub const WEIGHTS_Q4_0: &str = include_str!("../shaders/weights_q4_0.wgsl");
 pub const WEIGHTS_Q4_1: &str = include_str!("../shaders/weights_q4_1.wgsl");
 pub const WEIGHTS_Q4_K: &str = include_str!("../shaders/weights_q4_k.wgsl");
 pub const WEIGHTS_Q6_K: &str = include_str!("../shaders/weights_q6_k.wgsl");
-pub const WEIGHTS_BF16: &str = include_str!("../shaders/weights_bf16.wgsl");
+pub const WEIGHTS_BF16: &str = concat!(
+    include_str!("../shaders/weights_bf16.wgsl"),
+    include_str!("../shaders/weights_half.wgsl")
+);
 pub const EMBED: &str = include_str!("../shaders/embed.wgsl");
 pub const RMS_NORM: &str = include_str!("../shaders/rms_norm.wgsl");
 pub const MATVEC: &str = include_str!("../shaders/matvec.wgsl");

@@ -482,9 +482,12 @@ mod tests {
     }
 
     #[test]
-    fn repack_rejects_partial_blocks_and_unsupported_types() {
+    fn repack_rejects_partial_blocks() {
         assert!(repack(GgmlType::Q8_0, &[0; 33]).is_err());
-        assert!(repack(GgmlType::Q4_K, &[0; 144]).is_err());
+        assert!(repack(GgmlType::Q4_K, &[0; 143]).is_err());
+        assert!(repack(GgmlType::Q6_K, &[0; 211]).is_err());
+        assert_eq!(repack(GgmlType::Q4_K, &[0; 288]).unwrap().1.len(), 2 * 148);
+        assert_eq!(repack(GgmlType::Q6_K, &[0; 420]).unwrap().1.len(), 2 * 212);
         let (_, same) = repack(GgmlType::F16, &[1, 2, 3, 4, 5, 6]).unwrap();
         assert_eq!(&same[..], [1, 2, 3, 4, 5, 6]);
     }
