@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Variants of the fused kernels side by side on the lent GPU, one lease: each argument is
 # `name` or `name:VAR=value,VAR=value` (the native measurement knobs: FUSELM_LANES,
-# FUSELM_HEAD_LANES, FUSELM_NO_SUBGROUPS, FUSELM_SHADER_CHECKS, FUSELM_NO_WG_ZERO; see
+# FUSELM_HEAD_LANES, FUSELM_NO_SUBGROUPS, FUSELM_SHADER_CHECKS, FUSELM_FFN_PASSES; see
 # bench/NOTES.md), each a `fuselm bench --profile --no-long` of SmolLM2; one line per variant
 # (fused tok/s per workload, step µs, µs per dispatch per role); the JSON files come back as
 # $OUT/sweep.tar.xz. Rounds

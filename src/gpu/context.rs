@@ -201,7 +201,7 @@ impl GpuContext {
                 layout: None,
                 module,
                 entry_point: Some(entry),
-                compilation_options: compilation_options(),
+                compilation_options: Default::default(),
                 cache: None,
             })
     }
@@ -222,17 +222,4 @@ fn shader_checks() -> wgpu::ShaderRuntimeChecks {
         _ => {}
     }
     ours
-}
-
-/// Pipeline options of every fuselm kernel. Native measurement knob `FUSELM_NO_WG_ZERO=1`:
-/// skip the zero-initialisation of workgroup memory.
-pub(crate) fn compilation_options() -> wgpu::PipelineCompilationOptions<'static> {
-    #[cfg(not(target_arch = "wasm32"))]
-    if std::env::var_os("FUSELM_NO_WG_ZERO").is_some_and(|v| v != "0") {
-        return wgpu::PipelineCompilationOptions {
-            zero_initialize_workgroup_memory: false,
-            ..Default::default()
-        };
-    }
-    Default::default()
 }

@@ -4,7 +4,6 @@ mod context;
 mod readback;
 mod sync;
 
-pub(crate) use context::compilation_options;
 pub use context::{request_adapter, request_adapter_with, GpuContext, BACKENDS, OPTIONAL_FEATURES};
 pub(crate) use readback::map_read;
 pub use readback::{read_buffer, StagedRead};

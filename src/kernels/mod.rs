@@ -135,7 +135,7 @@ impl Pipeline {
             layout: Some(&pipeline_layout),
             module: &module,
             entry_point: Some("main"),
-            compilation_options: crate::gpu::compilation_options(),
+            compilation_options: Default::default(),
             cache: None,
         });
         if let Some(e) = scope.pop().await {

@@ -119,7 +119,6 @@ struct Workload {
     new_tokens: u32,
 }
 
-/// Prompt ids of exactly `len` tokens: ordinary-text ids of SmolLM2's vocabulary, repeated.
 /// A synthetic prompt of `len` token ids: ids 300..20300 (the same prompts for every model with
 /// a real vocabulary), or spread over the whole vocabulary when it is smaller than that.
 fn prompt_of(len: usize, vocab: u32) -> Vec<u32> {
