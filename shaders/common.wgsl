@@ -35,6 +35,12 @@ fn nibbles4(v: u32, shift: u32) -> vec4<f32> {
     return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(0xfu));
 }
 
+// Bits first..first+3 of `v`, each as 0 or 16 (the fifth bit of a 5-bit quant).
+fn fifth_bits4(v: u32, first: u32) -> vec4<f32> {
+    let s = vec4<u32>(first, first + 1u, first + 2u, first + 3u);
+    return vec4<f32>(((vec4<u32>(v) >> s) & vec4<u32>(1u)) << vec4<u32>(4u));
+}
+
 // Linear workgroup index of a 1D grid that Rust folded into x/y when it exceeded
 // maxComputeWorkgroupsPerDimension (see `kernels::grid`).
 fn linear_group(wg: vec3<u32>, nwg: vec3<u32>) -> u32 {

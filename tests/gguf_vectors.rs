@@ -5,7 +5,8 @@ mod common;
 
 use fuselm::gguf::{
     dequantize, dequantize_row_into, f16_to_f32, f32_to_f16, quantize_bf16, quantize_q4_0,
-    quantize_q4_1, quantize_q4_k, quantize_q6_k, quantize_q8_0, GgmlType, GgufError,
+    quantize_q4_1, quantize_q4_k, quantize_q5_0, quantize_q5_1, quantize_q5_k, quantize_q6_k,
+    quantize_q8_0, GgmlType, GgufError,
 };
 use serde_json::Value;
 
@@ -20,6 +21,11 @@ fn fixture(name: &str) -> Value {
         "dequant_Q4_1.json" => include_str!("fixtures/gguf/dequant_Q4_1.json"),
         "dequant_Q4_K.json" => include_str!("fixtures/gguf/dequant_Q4_K.json"),
         "dequant_Q6_K.json" => include_str!("fixtures/gguf/dequant_Q6_K.json"),
+        "dequant_Q5_0.json" => include_str!("fixtures/gguf/dequant_Q5_0.json"),
+        "dequant_Q5_1.json" => include_str!("fixtures/gguf/dequant_Q5_1.json"),
+        "dequant_Q5_K.json" => include_str!("fixtures/gguf/dequant_Q5_K.json"),
+        "quant_Q5_0.json" => include_str!("fixtures/gguf/quant_Q5_0.json"),
+        "quant_Q5_1.json" => include_str!("fixtures/gguf/quant_Q5_1.json"),
         "quant_Q8_0.json" => include_str!("fixtures/gguf/quant_Q8_0.json"),
         "quant_Q4_0.json" => include_str!("fixtures/gguf/quant_Q4_0.json"),
         "quant_Q4_1.json" => include_str!("fixtures/gguf/quant_Q4_1.json"),
@@ -86,6 +92,8 @@ fn check_dequant_exact_types_match_gguf_py() {
         GgmlType::Q8_0,
         GgmlType::Q4_0,
         GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
     ] {
         check_dequant(ty, 0.0);
     }
@@ -97,10 +105,10 @@ cross_test!(
 
 fn check_dequant_k_quants_match_gguf_py() {
     // Same f32 operation order as ggml, so these are in fact bit-exact; 1e-6 is the contract.
-    check_dequant(GgmlType::Q4_K, 1e-6);
-    check_dequant(GgmlType::Q6_K, 1e-6);
-    check_dequant(GgmlType::Q4_K, 0.0);
-    check_dequant(GgmlType::Q6_K, 0.0);
+    for ty in [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K] {
+        check_dequant(ty, 1e-6);
+        check_dequant(ty, 0.0);
+    }
 }
 cross_test!(
     dequant_k_quants_match_gguf_py,
@@ -109,10 +117,12 @@ cross_test!(
 
 fn check_quantizers_match_ggml_reference() {
     type Quantizer = fn(&[f32]) -> Vec<u8>;
-    let cases: [(&str, Quantizer); 3] = [
+    let cases: [(&str, Quantizer); 5] = [
         ("Q8_0", quantize_q8_0),
         ("Q4_0", quantize_q4_0),
         ("Q4_1", quantize_q4_1),
+        ("Q5_0", quantize_q5_0),
+        ("Q5_1", quantize_q5_1),
     ];
     for (name, quantize) in cases {
         let v = fixture(&format!("quant_{name}.json"));
@@ -266,7 +276,8 @@ fn check_dequant_size_errors() {
 cross_test!(dequant_size_errors, check_dequant_size_errors);
 
 /// The plain K-quant and BF16 quantizers (synthetic models and tests) round-trip through the
-/// dequantizers within their step: Q4_K's 4-bit steps of ≤ 2/15 plus its 6-bit scales, Q6_K's
+/// dequantizers within their step: Q4_K's 4-bit steps of ≤ 2/15 plus its 6-bit scales (Q5_K's
+/// 5-bit steps, half that), Q6_K's
 /// 6-bit steps of ≤ 1/31, BF16's 8-bit mantissa. A zero-padded partial superblock and an
 /// all-zero one decode to zeros.
 fn check_k_quantizers_round_trip() {
@@ -282,6 +293,7 @@ fn check_k_quantizers_round_trip() {
     let padded = |v: &[f32]| [v, &vec![0.0; 768 - v.len()][..]].concat();
     for (ty, bytes, tol) in [
         (GgmlType::Q4_K, quantize_q4_k(&x), 0.1f32),
+        (GgmlType::Q5_K, quantize_q5_k(&x), 0.05),
         (GgmlType::Q6_K, quantize_q6_k(&x), 0.025),
     ] {
         assert_eq!(bytes.len(), 3 * ty.block_bytes(), "{ty}");
@@ -296,10 +308,10 @@ fn check_k_quantizers_round_trip() {
         assert!(worst > 0.0, "{ty}: lossless is suspicious");
         let zeros = dequantize(
             ty,
-            &(if ty == GgmlType::Q4_K {
-                quantize_q4_k(&[0.0; 256])
-            } else {
-                quantize_q6_k(&[0.0; 256])
+            &(match ty {
+                GgmlType::Q4_K => quantize_q4_k(&[0.0; 256]),
+                GgmlType::Q5_K => quantize_q5_k(&[0.0; 256]),
+                _ => quantize_q6_k(&[0.0; 256]),
             }),
             256,
         )

@@ -24,8 +24,11 @@ async fn embed_all_formats() {
         (WeightFormat::Q8_0, 576, 1000, Some(40_000)),
         (WeightFormat::Q4_0, 64, 33, None),
         (WeightFormat::Q4_1, 576, 300, Some(20_000)),
+        (WeightFormat::Q5_0, 96, 50, None),
+        (WeightFormat::Q5_1, 576, 300, Some(20_000)),
         (WeightFormat::BF16, 33, 100, None),
         (WeightFormat::Q4_K, 256, 100, None),
+        (WeightFormat::Q5_K, 512, 70, Some(20_000)),
         (WeightFormat::Q6_K, 512, 60, Some(20_000)),
     ];
     for (i, (format, k, n_vocab, chunk)) in cases.into_iter().enumerate() {

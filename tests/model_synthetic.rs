@@ -67,6 +67,21 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
                 ..SyntheticSpec::default()
             },
         ),
+        (
+            "q5_0/q5_1/q5_k, GQA 2:1, tied Q5_0 embedding",
+            SyntheticSpec {
+                n_layers: 2,
+                n_embd: 256,
+                n_ff: 512,
+                n_head: 4,
+                n_head_kv: 2,
+                matrix_types: vec![GgmlType::Q5_0, GgmlType::Q5_K, GgmlType::Q5_1],
+                embedding_type: GgmlType::Q5_0,
+                tied: true,
+                seed: 9,
+                ..SyntheticSpec::default()
+            },
+        ),
     ]
 }
 

@@ -75,7 +75,10 @@ pub fn dequantize_row_into(ty: GgmlType, data: &[u8], out: &mut [f32]) -> Result
         GgmlType::Q8_0 => blocks.for_each(|(b, y)| q8_0(b, y)),
         GgmlType::Q4_0 => blocks.for_each(|(b, y)| q4_0(b, y)),
         GgmlType::Q4_1 => blocks.for_each(|(b, y)| q4_1(b, y)),
+        GgmlType::Q5_0 => blocks.for_each(|(b, y)| q5_0(b, y)),
+        GgmlType::Q5_1 => blocks.for_each(|(b, y)| q5_1(b, y)),
         GgmlType::Q4_K => blocks.for_each(|(b, y)| q4_k(b, y)),
+        GgmlType::Q5_K => blocks.for_each(|(b, y)| q5_k(b, y)),
         GgmlType::Q6_K => blocks.for_each(|(b, y)| q6_k(b, y)),
     }
     Ok(())
@@ -105,6 +108,34 @@ fn q4_1(b: &[u8], y: &mut [f32]) {
     for (j, &q) in b[4..20].iter().enumerate() {
         y[j] = f32::from(q & 0x0f) * d + m;
         y[j + 16] = f32::from(q >> 4) * d + m;
+    }
+}
+
+/// The fifth bits of a Q5_0/Q5_1 block (little-endian u32 `qh`): bit j belongs to element j.
+fn qh_at(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+/// block_q5_0 { f16 d; u8 qh[4]; u8 qs[16] }: x = ((nibble | fifth bit << 4) - 16) * d
+/// (nibble order as Q4_0).
+fn q5_0(b: &[u8], y: &mut [f32]) {
+    let (d, qh) = (f16_at(b, 0), qh_at(b, 2));
+    for (j, &q) in b[6..22].iter().enumerate() {
+        let h0 = ((qh >> j) << 4) & 0x10;
+        let h1 = (qh >> (j + 12)) & 0x10;
+        y[j] = ((u32::from(q & 0x0f) | h0) as i32 - 16) as f32 * d;
+        y[j + 16] = ((u32::from(q >> 4) | h1) as i32 - 16) as f32 * d;
+    }
+}
+
+/// block_q5_1 { f16 d; f16 m; u8 qh[4]; u8 qs[16] }: x = (nibble | fifth bit << 4) * d + m.
+fn q5_1(b: &[u8], y: &mut [f32]) {
+    let (d, m, qh) = (f16_at(b, 0), f16_at(b, 2), qh_at(b, 4));
+    for (j, &q) in b[8..24].iter().enumerate() {
+        let h0 = ((qh >> j) << 4) & 0x10;
+        let h1 = (qh >> (j + 12)) & 0x10;
+        y[j] = (u32::from(q & 0x0f) | h0) as f32 * d + m;
+        y[j + 16] = (u32::from(q >> 4) | h1) as f32 * d + m;
     }
 }
 
@@ -139,6 +170,32 @@ fn q4_k(b: &[u8], y: &mut [f32]) {
         for (l, &q) in qs.iter().enumerate() {
             y[l] = d1 * f32::from(q & 0x0f) - min1;
             y[l + 32] = d2 * f32::from(q >> 4) - min2;
+        }
+    }
+}
+
+/// block_q5_K { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128] }: as Q4_K, plus a
+/// fifth bit per value: chunk c's low-nibble sub-block takes bit 2c of qh[l], its high-nibble
+/// sub-block bit 2c + 1.
+fn q5_k(b: &[u8], y: &mut [f32]) {
+    let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+    let scales = &b[4..16];
+    let qh = &b[16..48];
+    for (chunk, (qs, y)) in b[48..176]
+        .chunks_exact(32)
+        .zip(y.chunks_exact_mut(64))
+        .enumerate()
+    {
+        let (sc1, m1) = scale_min_k4(2 * chunk, scales);
+        let (sc2, m2) = scale_min_k4(2 * chunk + 1, scales);
+        let (d1, min1) = (d * f32::from(sc1), dmin * f32::from(m1));
+        let (d2, min2) = (d * f32::from(sc2), dmin * f32::from(m2));
+        let (u1, u2) = (1u8 << (2 * chunk), 2u8 << (2 * chunk));
+        for (l, &q) in qs.iter().enumerate() {
+            let h1 = if qh[l] & u1 != 0 { 16 } else { 0 };
+            let h2 = if qh[l] & u2 != 0 { 16 } else { 0 };
+            y[l] = d1 * f32::from((q & 0x0f) + h1) - min1;
+            y[l + 32] = d2 * f32::from((q >> 4) + h2) - min2;
         }
     }
 }

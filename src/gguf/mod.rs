@@ -26,8 +26,9 @@
 //! misaligned, overlapping or out-of-file tensor data.
 //!
 //! # Tensor types
-//! [`GgmlType`] lists the types this crate decodes: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
-//! Q6_K. Other ggml types with a known block layout (Q5_K, IQ4_XS, ...) still parse, so a
+//! [`GgmlType`] lists the types this crate decodes: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+//! Q5_1, Q4_K, Q5_K, Q6_K. Other ggml types with a known block layout (Q2_K, IQ4_XS, ...) still
+//! parse, so a
 //! header can be inspected; their `TensorInfo::ty` is `None` and
 //! [`TensorInfo::ggml_type`] / [`dequantize_tensor`] / [`ModelConfig::from_gguf`] fail with
 //! `UnsupportedTensorType`. Type ids with no known layout cannot be sized and fail the parse
@@ -63,7 +64,8 @@ pub use f16::{bf16_to_f32, f16_to_f32, f32_to_f16};
 pub use metadata::{Metadata, MetadataArray, MetadataValue, ValueType};
 pub use model_config::{layer_tensor, ModelConfig, RopeScaling, RopeStyle, LAYER_TENSORS};
 pub use quantize::{
-    quantize_bf16, quantize_q4_0, quantize_q4_1, quantize_q4_k, quantize_q6_k, quantize_q8_0,
+    quantize_bf16, quantize_q4_0, quantize_q4_1, quantize_q4_k, quantize_q5_0, quantize_q5_1,
+    quantize_q5_k, quantize_q6_k, quantize_q8_0,
 };
 pub use reader::{
     Gguf, TensorInfo, DEFAULT_ALIGNMENT, DEFAULT_MAX_HEADER_BYTES, MAX_ARRAY_DEPTH, MAX_DIMS,

@@ -1,4 +1,4 @@
-//! Reference quantizers (f32 -> Q8_0 / Q4_0 / Q4_1 bytes), ported from ggml's
+//! Reference quantizers (f32 -> Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 bytes), ported from ggml's
 //! `quantize_row_*_ref`, to build test files and the synthetic model. They reproduce ggml's
 //! rounding (roundf / truncating int8 casts, scale rounded to f16 only when stored), so the
 //! bytes match what `llama-quantize` would write for the same input.
@@ -6,7 +6,7 @@
 //! Input lengths that are not a multiple of 32 are zero-padded up to a whole block.
 //!
 //! The K-quant quantizers at the end are plain min/max and absmax ones, not ggml's iterative
-//! searches: valid Q4_K/Q6_K bytes for synthetic models and tests, not `llama-quantize`'s.
+//! searches: valid Q4_K/Q5_K/Q6_K bytes for synthetic models and tests, not `llama-quantize`'s.
 
 use super::f16::f32_to_f16;
 
@@ -80,61 +80,153 @@ pub fn quantize_q4_1(x: &[f32]) -> Vec<u8> {
     out
 }
 
-/// A plain min/max Q4_K quantizer (not ggml's iterative `make_qkx2_quants`: the bytes differ
-/// from `llama-quantize`'s, the format is the same), for synthetic models and tests. Per
-/// 32-value sub-block j: scale s_j = (max - min) / 15 and offset o_j = max(0, -min); the 6-bit
+/// ggml `quantize_row_q5_0_ref`: d = (signed value of max magnitude) / -16,
+/// q = min(31, trunc(x / d + 16.5)); the fifth bits go to `qh`.
+pub fn quantize_q5_0(x: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.len().div_ceil(QK) * 22);
+    for b in blocks(x) {
+        let (mut amax, mut max) = (0.0f32, 0.0f32);
+        for &v in &b {
+            if amax < v.abs() {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        let d = max / -16.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        let q: Vec<u8> = b
+            .iter()
+            .map(|v| ((v * id + 16.5) as i8).min(31) as u8)
+            .collect();
+        out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+        push_q5(&q, &mut out);
+    }
+    out
+}
+
+/// ggml `quantize_row_q5_1_ref`: d = (max - min) / 31, m = min, q = trunc((x - min) / d + 0.5).
+pub fn quantize_q5_1(x: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.len().div_ceil(QK) * 24);
+    for b in blocks(x) {
+        let (mut min, mut max) = (f32::MAX, -f32::MAX);
+        for &v in &b {
+            min = if v < min { v } else { min };
+            max = if v > max { v } else { max };
+        }
+        let d = (max - min) / 31.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        let q: Vec<u8> = b.iter().map(|v| ((v - min) * id + 0.5) as u8).collect();
+        out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+        out.extend_from_slice(&f32_to_f16(min).to_le_bytes());
+        push_q5(&q, &mut out);
+    }
+    out
+}
+
+/// The `qh` word (fifth bit of element j at bit j) and the 16 nibble bytes of a 32-value block.
+fn push_q5(q: &[u8], out: &mut Vec<u8>) {
+    let qh = q
+        .iter()
+        .enumerate()
+        .fold(0u32, |h, (j, &v)| h | (u32::from(v >> 4 & 1) << j));
+    out.extend_from_slice(&qh.to_le_bytes());
+    out.extend((0..QK / 2).map(|j| (q[j] & 0x0f) | ((q[j + QK / 2] & 0x0f) << 4)));
+}
+
+/// The scales of a plain min/max K-quant superblock (Q4_K with `levels` = 15, Q5_K with 31):
+/// returns d, dmin, the 6-bit sc_j and m_j of the eight 32-value sub-blocks, and each value's
+/// quant. Per sub-block j: scale s_j = (max - min) / levels and offset o_j = max(0, -min);
 /// sc_j, m_j are s_j / d and o_j / dmin rounded, with d = max s / 63, dmin = max o / 63; then
-/// q = round((x + dmin m_j) / (d sc_j)) in 0..15. Lengths are zero-padded to 256.
-pub fn quantize_q4_k(x: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(x.len().div_ceil(256) * 144);
-    for c in x.chunks(256) {
+/// q = round((x + dmin m_j) / (d sc_j)) in 0..=levels.
+fn min_max_superblock(b: &[f32; 256], levels: f32) -> (f32, f32, [u8; 8], [u8; 8], [u8; 256]) {
+    let (mut s, mut o) = ([0.0f32; 8], [0.0f32; 8]);
+    for (j, sub) in b.chunks_exact(32).enumerate() {
+        let min = sub.iter().fold(f32::MAX, |m, &v| m.min(v)).min(0.0);
+        let max = sub.iter().fold(-f32::MAX, |m, &v| m.max(v));
+        s[j] = (max - min) / levels;
+        o[j] = -min;
+    }
+    let rounded = |v: f32| super::f16::f16_to_f32(f32_to_f16(v));
+    let d = rounded(s.iter().fold(0.0f32, |m, &v| m.max(v)) / 63.0);
+    let dmin = rounded(o.iter().fold(0.0f32, |m, &v| m.max(v)) / 63.0);
+    let six = |v: f32, by: f32| {
+        if by > 0.0 {
+            (v / by).round().clamp(0.0, 63.0) as u8
+        } else {
+            0
+        }
+    };
+    let sc = s.map(|v| six(v, d));
+    let m = o.map(|v| six(v, dmin));
+    let mut q = [0u8; 256];
+    for (i, q) in q.iter_mut().enumerate() {
+        let j = i / 32;
+        let step = d * f32::from(sc[j]);
+        let v = b[i] + dmin * f32::from(m[j]);
+        if step > 0.0 {
+            *q = (v / step).round().clamp(0.0, levels) as u8;
+        }
+    }
+    (d, dmin, sc, m, q)
+}
+
+/// d, dmin and the 12 packed scale bytes of a K-quant superblock (the inverse of `scale_min_k4`).
+fn push_k_scales(d: f32, dmin: f32, sc: &[u8; 8], m: &[u8; 8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+    out.extend_from_slice(&f32_to_f16(dmin).to_le_bytes());
+    let mut packed = [0u8; 12];
+    for j in 0..4 {
+        packed[j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6);
+        packed[j + 4] = (m[j] & 63) | ((m[j + 4] >> 4) << 6);
+        packed[j + 8] = (sc[j + 4] & 0x0f) | ((m[j + 4] & 0x0f) << 4);
+    }
+    out.extend_from_slice(&packed);
+}
+
+/// Zero-padded 256-value superblocks of `x`.
+fn superblocks(x: &[f32]) -> impl Iterator<Item = [f32; 256]> + '_ {
+    x.chunks(256).map(|c| {
         let mut b = [0.0f32; 256];
         b[..c.len()].copy_from_slice(c);
-        let (mut s, mut o) = ([0.0f32; 8], [0.0f32; 8]);
-        for (j, sub) in b.chunks_exact(32).enumerate() {
-            let min = sub.iter().fold(f32::MAX, |m, &v| m.min(v)).min(0.0);
-            let max = sub.iter().fold(-f32::MAX, |m, &v| m.max(v));
-            s[j] = (max - min) / 15.0;
-            o[j] = -min;
-        }
-        let d = s.iter().fold(0.0f32, |m, &v| m.max(v)) / 63.0;
-        let dmin = o.iter().fold(0.0f32, |m, &v| m.max(v)) / 63.0;
-        let (d, dmin) = (
-            super::f16::f16_to_f32(f32_to_f16(d)),
-            super::f16::f16_to_f32(f32_to_f16(dmin)),
-        );
-        let six = |v: f32, by: f32| {
-            if by > 0.0 {
-                (v / by).round().clamp(0.0, 63.0) as u8
-            } else {
-                0
-            }
-        };
-        let sc: Vec<u8> = s.iter().map(|&v| six(v, d)).collect();
-        let m: Vec<u8> = o.iter().map(|&v| six(v, dmin)).collect();
-        out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
-        out.extend_from_slice(&f32_to_f16(dmin).to_le_bytes());
-        // The inverse of `scale_min_k4`.
-        let mut packed = [0u8; 12];
-        for j in 0..4 {
-            packed[j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6);
-            packed[j + 4] = (m[j] & 63) | ((m[j + 4] >> 4) << 6);
-            packed[j + 8] = (sc[j + 4] & 0x0f) | ((m[j + 4] & 0x0f) << 4);
-        }
-        out.extend_from_slice(&packed);
-        let q = |i: usize| {
-            let j = i / 32;
-            let step = d * f32::from(sc[j]);
-            let v = b[i] + dmin * f32::from(m[j]);
-            if step > 0.0 {
-                (v / step).round().clamp(0.0, 15.0) as u8
-            } else {
-                0
-            }
-        };
+        b
+    })
+}
+
+/// A plain min/max Q4_K quantizer (not ggml's iterative `make_qkx2_quants`: the bytes differ
+/// from `llama-quantize`'s, the format is the same), for synthetic models and tests; see
+/// `min_max_superblock`. Lengths are zero-padded to 256.
+pub fn quantize_q4_k(x: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.len().div_ceil(256) * 144);
+    for b in superblocks(x) {
+        let (d, dmin, sc, m, q) = min_max_superblock(&b, 15.0);
+        push_k_scales(d, dmin, &sc, &m, &mut out);
         for chunk in 0..4 {
             for l in 0..32 {
-                out.push(q(64 * chunk + l) | (q(64 * chunk + 32 + l) << 4));
+                out.push(q[64 * chunk + l] | (q[64 * chunk + 32 + l] << 4));
+            }
+        }
+    }
+    out
+}
+
+/// A plain min/max Q5_K quantizer (as [`quantize_q4_k`], 32 levels), for synthetic models and
+/// tests. Lengths are zero-padded to 256.
+pub fn quantize_q5_k(x: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.len().div_ceil(256) * 176);
+    for b in superblocks(x) {
+        let (d, dmin, sc, m, q) = min_max_superblock(&b, 31.0);
+        push_k_scales(d, dmin, &sc, &m, &mut out);
+        let mut qh = [0u8; 32];
+        for chunk in 0..4 {
+            for (l, h) in qh.iter_mut().enumerate() {
+                *h |= (q[64 * chunk + l] >> 4) << (2 * chunk);
+                *h |= (q[64 * chunk + 32 + l] >> 4) << (2 * chunk + 1);
+            }
+        }
+        out.extend_from_slice(&qh);
+        for chunk in 0..4 {
+            for l in 0..32 {
+                out.push((q[64 * chunk + l] & 0x0f) | ((q[64 * chunk + 32 + l] & 0x0f) << 4));
             }
         }
     }

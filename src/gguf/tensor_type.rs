@@ -1,7 +1,7 @@
 //! ggml tensor element types and their block layouts.
 //!
 //! [`GgmlType`] lists only the types this crate can dequantize and run. Files may still
-//! contain other ggml types (Q5_K, IQ*, ...): for those we know the block geometry from
+//! contain other ggml types (Q2_K, IQ*, ...): for those we know the block geometry from
 //! `ggml.c`'s type traits, so the header stays fully inspectable (sizes, offsets, overlap
 //! checks) and only reading that tensor's data as numbers fails. Type ids absent from the
 //! table below cannot be sized at all and are rejected when the directory is parsed.
@@ -17,8 +17,11 @@ pub enum GgmlType {
     F16 = 1,
     Q4_0 = 2,
     Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
     Q8_0 = 8,
     Q4_K = 12,
+    Q5_K = 13,
     Q6_K = 14,
     BF16 = 30,
 }
@@ -28,13 +31,16 @@ pub const QK_K: usize = 256;
 
 impl GgmlType {
     /// All supported types, in id order.
-    pub const ALL: [GgmlType; 8] = [
+    pub const ALL: [GgmlType; 11] = [
         GgmlType::F32,
         GgmlType::F16,
         GgmlType::Q4_0,
         GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
         GgmlType::Q8_0,
         GgmlType::Q4_K,
+        GgmlType::Q5_K,
         GgmlType::Q6_K,
         GgmlType::BF16,
     ];
@@ -86,14 +92,14 @@ pub(crate) fn layout(type_id: u32) -> Option<(u64, u64)> {
         1 => (1, 2),      // F16
         2 => (32, 18),    // Q4_0: f16 d + 16 nibble bytes
         3 => (32, 20),    // Q4_1: f16 d, f16 m + 16 nibble bytes
-        6 => (32, 22),    // Q5_0
-        7 => (32, 24),    // Q5_1
+        6 => (32, 22),    // Q5_0: f16 d, u32 qh (fifth bits) + 16 nibble bytes
+        7 => (32, 24),    // Q5_1: f16 d, f16 m, u32 qh + 16 nibble bytes
         8 => (32, 34),    // Q8_0: f16 d + 32 i8
         9 => (32, 36), // Q8_1 (current ggml: f16 d, f16 s; old gguf-py says 40, never stored in files)
         10 => (256, 84), // Q2_K
         11 => (256, 110), // Q3_K
         12 => (256, 144), // Q4_K: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes
-        13 => (256, 176), // Q5_K
+        13 => (256, 176), // Q5_K: f16 d, f16 dmin, 12 scale bytes, 32 qh bytes, 128 nibble bytes
         14 => (256, 210), // Q6_K: 128 ql, 64 qh, 16 i8 scales, f16 d
         15 => (256, 292), // Q8_K
         16 => (256, 66), // IQ2_XXS

@@ -15,15 +15,19 @@
 //! | Q8_0 | 34 B / 32 | 36 B | 9 | word 0: f16 d (low half), 0 (high); words 1..8: 32 × i8 |
 //! | Q4_0 | 18 B / 32 | 20 B | 5 | word 0: f16 d, 0; words 1..4: 16 bytes of nibble pairs |
 //! | Q4_1 | 20 B / 32 | same | 5 | word 0: f16 d (low), f16 m (high); words 1..4: nibbles |
+//! | Q5_0 | 22 B / 32 | 24 B | 6 | word 0: f16 d, 0; word 1: qh (fifth bits); words 2..5: nibbles |
+//! | Q5_1 | 24 B / 32 | same | 6 | word 0: f16 d, f16 m; word 1: qh; words 2..5: nibbles |
 //! | BF16 | 2 B / 1 | same | ½ per value | bf16 (the top half of an f32), packed as F16 |
 //! | Q4_K | 144 B / 256 | 148 B | 37 | word 0: f16 d, f16 dmin; words 1..4: the 8 (scale, min) 6-bit pairs unpacked to bytes; words 5..36: ggml's 128 quant bytes |
+//! | Q5_K | 176 B / 256 | 180 B | 45 | words 0..4 as Q4_K; words 5..36: each 8-value unit's low nibbles; words 37..44: its fifth bits, a byte per unit |
 //! | Q6_K | 210 B / 256 | 212 B | 53 | word 0: f16 d, 0; words 1..4: 16 × i8 scales; words 5..36: each 8-value unit's low nibbles; words 37..52: its 2-bit high parts, 16 bits per unit |
 //!
 //! Nibbles: element j < 16 of a block is the low nibble of quant byte j, element j + 16 its
 //! high nibble. The WGSL decoders are `shaders/weights_<format>.wgsl`; Q8_0 and Q4_0 cost
-//! 6% and 11% more memory than in the file, Q4_K 2.8% (its scales unpacked, so a unit needs
-//! one scale word instead of three) and Q6_K 1.0% (ggml's block is not 4-byte aligned, and
-//! regrouping its bits per unit lets each unit read four words).
+//! 6% and 11% more memory than in the file, Q5_0 9%, Q4_K 2.8% (its scales unpacked, so a
+//! unit needs one scale word instead of three), Q5_K 2.3% (scales unpacked, and its bits
+//! regrouped per unit so that a unit reads four words, not six) and Q6_K 1.0% (ggml's block is
+//! not 4-byte aligned, and regrouping its bits per unit lets each unit read four words).
 //!
 //! # Chunks
 //! A weight larger than maxStorageBufferBindingSize (or maxBufferSize) is split by rows into
@@ -45,20 +49,26 @@ pub enum WeightFormat {
     Q8_0,
     Q4_0,
     Q4_1,
+    Q5_0,
+    Q5_1,
     BF16,
     Q4_K,
+    Q5_K,
     Q6_K,
 }
 
 impl WeightFormat {
-    pub const ALL: [WeightFormat; 8] = [
+    pub const ALL: [WeightFormat; 11] = [
         WeightFormat::F32,
         WeightFormat::F16,
         WeightFormat::Q8_0,
         WeightFormat::Q4_0,
         WeightFormat::Q4_1,
+        WeightFormat::Q5_0,
+        WeightFormat::Q5_1,
         WeightFormat::BF16,
         WeightFormat::Q4_K,
+        WeightFormat::Q5_K,
         WeightFormat::Q6_K,
     ];
 
@@ -71,8 +81,11 @@ impl WeightFormat {
             GgmlType::Q8_0 => WeightFormat::Q8_0,
             GgmlType::Q4_0 => WeightFormat::Q4_0,
             GgmlType::Q4_1 => WeightFormat::Q4_1,
+            GgmlType::Q5_0 => WeightFormat::Q5_0,
+            GgmlType::Q5_1 => WeightFormat::Q5_1,
             GgmlType::BF16 => WeightFormat::BF16,
             GgmlType::Q4_K => WeightFormat::Q4_K,
+            GgmlType::Q5_K => WeightFormat::Q5_K,
             GgmlType::Q6_K => WeightFormat::Q6_K,
         })
     }
@@ -84,8 +97,11 @@ impl WeightFormat {
             WeightFormat::Q8_0 => GgmlType::Q8_0,
             WeightFormat::Q4_0 => GgmlType::Q4_0,
             WeightFormat::Q4_1 => GgmlType::Q4_1,
+            WeightFormat::Q5_0 => GgmlType::Q5_0,
+            WeightFormat::Q5_1 => GgmlType::Q5_1,
             WeightFormat::BF16 => GgmlType::BF16,
             WeightFormat::Q4_K => GgmlType::Q4_K,
+            WeightFormat::Q5_K => GgmlType::Q5_K,
             WeightFormat::Q6_K => GgmlType::Q6_K,
         }
     }
@@ -94,7 +110,7 @@ impl WeightFormat {
     pub fn block_len(self) -> u64 {
         match self {
             WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 => 1,
-            WeightFormat::Q4_K | WeightFormat::Q6_K => 256,
+            WeightFormat::Q4_K | WeightFormat::Q5_K | WeightFormat::Q6_K => 256,
             _ => 32,
         }
     }
@@ -106,7 +122,9 @@ impl WeightFormat {
             WeightFormat::F16 | WeightFormat::BF16 => 2,
             WeightFormat::Q8_0 => 36,
             WeightFormat::Q4_0 | WeightFormat::Q4_1 => 20,
+            WeightFormat::Q5_0 | WeightFormat::Q5_1 => 24,
             WeightFormat::Q4_K => 148,
+            WeightFormat::Q5_K => 180,
             WeightFormat::Q6_K => 212,
         }
     }
@@ -141,8 +159,11 @@ impl WeightFormat {
             WeightFormat::Q8_0 => shaders::WEIGHTS_Q8_0,
             WeightFormat::Q4_0 => shaders::WEIGHTS_Q4_0,
             WeightFormat::Q4_1 => shaders::WEIGHTS_Q4_1,
+            WeightFormat::Q5_0 => shaders::WEIGHTS_Q5_0,
+            WeightFormat::Q5_1 => shaders::WEIGHTS_Q5_1,
             WeightFormat::BF16 => shaders::WEIGHTS_BF16,
             WeightFormat::Q4_K => shaders::WEIGHTS_Q4_K,
+            WeightFormat::Q5_K => shaders::WEIGHTS_Q5_K,
             WeightFormat::Q6_K => shaders::WEIGHTS_Q6_K,
         }
     }
@@ -206,9 +227,11 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>
         )));
     }
     let out = match format {
-        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 | WeightFormat::Q4_1 => {
-            Cow::Borrowed(bytes)
-        }
+        WeightFormat::F32
+        | WeightFormat::F16
+        | WeightFormat::BF16
+        | WeightFormat::Q4_1
+        | WeightFormat::Q5_1 => Cow::Borrowed(bytes),
         WeightFormat::Q4_K => {
             let mut out = Vec::with_capacity(bytes.len() / block * 148);
             for b in bytes.chunks_exact(block) {
@@ -221,6 +244,13 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>
             }
             Cow::Owned(out)
         }
+        WeightFormat::Q5_K => {
+            let mut out = Vec::with_capacity(bytes.len() / block * 180);
+            for b in bytes.chunks_exact(block) {
+                repack_q5_k(b, &mut out);
+            }
+            Cow::Owned(out)
+        }
         WeightFormat::Q6_K => {
             let mut out = Vec::with_capacity(bytes.len() / block * 212);
             for b in bytes.chunks_exact(block) {
@@ -228,7 +258,7 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>
             }
             Cow::Owned(out)
         }
-        WeightFormat::Q8_0 | WeightFormat::Q4_0 => {
+        WeightFormat::Q8_0 | WeightFormat::Q4_0 | WeightFormat::Q5_0 => {
             let mut out = Vec::with_capacity(bytes.len() / block * (block + 2));
             for b in bytes.chunks_exact(block) {
                 out.extend_from_slice(&b[..2]);
@@ -239,6 +269,36 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>
         }
     };
     Ok((layout, out))
+}
+
+/// One ggml Q5_K block (176 bytes) in the GPU layout (180 bytes, module docs).
+fn repack_q5_k(b: &[u8], out: &mut Vec<u8>) {
+    // The 5-bit quant of each of the 256 values, indexed as ggml's dequantize_row_q5_K.
+    let (qh, qs) = (&b[16..48], &b[48..176]);
+    let mut q = [0u8; 256];
+    for chunk in 0..4 {
+        for l in 0..32 {
+            let byte = qs[32 * chunk + l];
+            q[64 * chunk + l] = (byte & 0x0f) | (((qh[l] >> (2 * chunk)) & 1) << 4);
+            q[64 * chunk + 32 + l] = (byte >> 4) | (((qh[l] >> (2 * chunk + 1)) & 1) << 4);
+        }
+    }
+    out.extend_from_slice(&b[..4]);
+    for j in 0..8 {
+        let (sc, m) = scale_min_k4(j, &b[4..16]);
+        out.extend_from_slice(&[sc, m]);
+    }
+    for unit in q.chunks_exact(8) {
+        // Values 0..3 in the low nibbles of the four bytes, 4..7 in their high nibbles.
+        out.extend((0..4).map(|i| (unit[i] & 0x0f) | ((unit[i + 4] & 0x0f) << 4)));
+    }
+    for unit in q.chunks_exact(8) {
+        out.push(
+            unit.iter()
+                .enumerate()
+                .fold(0u8, |h, (i, &v)| h | ((v >> 4) << i)),
+        );
+    }
 }
 
 /// One ggml Q6_K block (210 bytes) in the GPU layout (212 bytes, module docs).
@@ -435,7 +495,9 @@ mod tests {
     }
 
     use super::*;
-    use crate::gguf::{dequantize, quantize_q4_0, quantize_q4_1, quantize_q8_0};
+    use crate::gguf::{
+        dequantize, quantize_q4_0, quantize_q4_1, quantize_q5_0, quantize_q5_1, quantize_q8_0,
+    };
 
     fn values(n: usize) -> Vec<f32> {
         (0..n)
@@ -456,6 +518,19 @@ mod tests {
                 .collect(),
             WeightFormat::Q4_0 => (0..32).map(|j| (nib(j) - 8.0) * half(0)).collect(),
             WeightFormat::Q4_1 => (0..32).map(|j| nib(j) * half(0) + half(2)).collect(),
+            WeightFormat::Q5_0 | WeightFormat::Q5_1 => {
+                let qh = u32::from_le_bytes([block[4], block[5], block[6], block[7]]);
+                let b = |j: usize| block[8 + j % 16];
+                let q = |j: usize| {
+                    let nib = if j < 16 { b(j) & 15 } else { b(j) >> 4 };
+                    f32::from(nib) + if qh >> j & 1 == 1 { 16.0 } else { 0.0 }
+                };
+                if format == WeightFormat::Q5_0 {
+                    (0..32).map(|j| (q(j) - 16.0) * half(0)).collect()
+                } else {
+                    (0..32).map(|j| q(j) * half(0) + half(2)).collect()
+                }
+            }
             _ => Vec::new(),
         }
     }
@@ -467,6 +542,8 @@ mod tests {
             (GgmlType::Q8_0, quantize_q8_0(&x)),
             (GgmlType::Q4_0, quantize_q4_0(&x)),
             (GgmlType::Q4_1, quantize_q4_1(&x)),
+            (GgmlType::Q5_0, quantize_q5_0(&x)),
+            (GgmlType::Q5_1, quantize_q5_1(&x)),
         ];
         for (ty, bytes) in cases {
             let (layout, packed) = repack(ty, &bytes).unwrap();
@@ -486,6 +563,9 @@ mod tests {
         assert!(repack(GgmlType::Q8_0, &[0; 33]).is_err());
         assert!(repack(GgmlType::Q4_K, &[0; 143]).is_err());
         assert!(repack(GgmlType::Q6_K, &[0; 211]).is_err());
+        assert!(repack(GgmlType::Q5_K, &[0; 175]).is_err());
+        assert_eq!(repack(GgmlType::Q5_K, &[0; 352]).unwrap().1.len(), 2 * 180);
+        assert_eq!(repack(GgmlType::Q5_0, &[0; 44]).unwrap().1.len(), 2 * 24);
         assert_eq!(repack(GgmlType::Q4_K, &[0; 288]).unwrap().1.len(), 2 * 148);
         assert_eq!(repack(GgmlType::Q6_K, &[0; 420]).unwrap().1.len(), 2 * 212);
         let (_, same) = repack(GgmlType::F16, &[1, 2, 3, 4, 5, 6]).unwrap();

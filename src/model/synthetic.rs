@@ -68,7 +68,10 @@ fn encode(ty: GgmlType, values: &[f32]) -> Vec<u8> {
         GgmlType::Q8_0 => quantize_q8_0(values),
         GgmlType::Q4_0 => quantize_q4_0(values),
         GgmlType::Q4_1 => quantize_q4_1(values),
+        GgmlType::Q5_0 => crate::gguf::quantize_q5_0(values),
+        GgmlType::Q5_1 => crate::gguf::quantize_q5_1(values),
         GgmlType::Q4_K => crate::gguf::quantize_q4_k(values),
+        GgmlType::Q5_K => crate::gguf::quantize_q5_k(values),
         GgmlType::Q6_K => crate::gguf::quantize_q6_k(values),
         GgmlType::BF16 => crate::gguf::quantize_bf16(values),
         GgmlType::F16 => values

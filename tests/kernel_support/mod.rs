@@ -134,13 +134,15 @@ pub fn weights(
         WeightFormat::Q8_0 => quantize_q8_0(&x),
         WeightFormat::Q4_0 => quantize_q4_0(&x),
         WeightFormat::Q4_1 => quantize_q4_1(&x),
+        WeightFormat::Q5_0 => fuselm::gguf::quantize_q5_0(&x),
+        WeightFormat::Q5_1 => fuselm::gguf::quantize_q5_1(&x),
         WeightFormat::BF16 => x
             .iter()
             .flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes())
             .collect(),
         // No K-quant quantizer here: random blocks with every bit pattern of the quants and
         // scales, and f16 super-scales small enough that values stay near ±1.
-        WeightFormat::Q4_K | WeightFormat::Q6_K => (0..k * n / 256)
+        WeightFormat::Q4_K | WeightFormat::Q5_K | WeightFormat::Q6_K => (0..k * n / 256)
             .flat_map(|_| k_quant_block(rng, format))
             .collect(),
     };
@@ -148,7 +150,7 @@ pub fn weights(
     (bytes, dense, ty)
 }
 
-/// One random Q4_K (144 bytes) or Q6_K (210 bytes) block in ggml's layout.
+/// One random Q4_K (144 bytes), Q5_K (176 bytes) or Q6_K (210 bytes) block in ggml's layout.
 fn k_quant_block(rng: &mut Rng, format: WeightFormat) -> Vec<u8> {
     let mut b: Vec<u8> = (0..format.ggml().block_bytes())
         .map(|_| rng.next_u32() as u8)
@@ -157,6 +159,10 @@ fn k_quant_block(rng: &mut Rng, format: WeightFormat) -> Vec<u8> {
     if format == WeightFormat::Q4_K {
         // value = d * sc * q - dmin * m with 6-bit sc, m and 4-bit q
         b[0..2].copy_from_slice(&f16(rng.f32().abs() / (63.0 * 15.0) * 2.0));
+        b[2..4].copy_from_slice(&f16(rng.f32().abs() / 63.0));
+    } else if format == WeightFormat::Q5_K {
+        // value = d * sc * q - dmin * m with 6-bit sc, m and 5-bit q
+        b[0..2].copy_from_slice(&f16(rng.f32().abs() / (63.0 * 31.0) * 2.0));
         b[2..4].copy_from_slice(&f16(rng.f32().abs() / 63.0));
     } else {
         // value = d * sc * (q - 32) with i8 sc and 6-bit q

@@ -1,0 +1,27 @@
+// Weight decoder, Q5_1: ggml's 24-byte block is already 4-byte aligned, so it is used as-is:
+// 6 u32 words per 32 values. Word 0: f16 scale d (low half) and f16 min m (high half); word 1:
+// qh, the fifth bit of element j at bit j; words 2..5: 16 quant bytes, nibbles as in
+// weights_q4_0.wgsl. value = (q | fifth << 4) * d + m, as ggml's dequantize_row_q5_1.
+// Units as in weights_q5_0.wgsl.
+
+const Q5_1_WORDS: u32 = 6u;
+
+// The words unit u needs: (d/m word, qh, quant word, next quant word).
+fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
+    let base = (row * (k / 32u) + u / 4u) * Q5_1_WORDS;
+    let q = base + 2u + 2u * ((u % 4u) & 1u);
+    return vec4<u32>(w[base], w[base + 1u], w[q], w[q + 1u]);
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let dm = unpack2x16float(raw.x);
+    let s = u % 4u;
+    let shift = 4u * (s >> 1u);
+    let a = nibbles4(raw.z, shift) + fifth_bits4(raw.y, 8u * s);
+    let b = nibbles4(raw.w, shift) + fifth_bits4(raw.y, 8u * s + 4u);
+    return W8(a * dm.x + dm.y, b * dm.x + dm.y);
+}
+
+fn w_load8(row: u32, u: u32, k: u32) -> W8 {
+    return w_decode(w_fetch(row, u, k), row, u, k);
+}
