@@ -54,6 +54,11 @@ pub enum FuselmError {
     #[error("busy: {0}")]
     Busy(String),
 
+    /// The model's architecture needs an operation the GPU path does not implement yet
+    /// (kind `invalid-model`).
+    #[error("unsupported model: {0}")]
+    UnsupportedModel(String),
+
     /// The model stores weights in a quantization type fuselm has no GPU kernel for.
     #[error("unsupported quantization: {0}")]
     UnsupportedQuant(String),
@@ -126,6 +131,7 @@ impl FuselmError {
             FuselmError::InvalidArgument(_) => ErrorKind::InvalidArgument,
             FuselmError::Busy(_) => ErrorKind::Busy,
             FuselmError::UnsupportedQuant(_) => ErrorKind::UnsupportedQuant,
+            FuselmError::UnsupportedModel(_) => ErrorKind::InvalidModel,
             FuselmError::DeviceLost(_) => ErrorKind::DeviceLost,
         }
     }

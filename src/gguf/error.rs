@@ -135,7 +135,9 @@ pub enum GgufError {
     },
 
     // ---- model description ----
-    #[error("architecture \"{arch}\" is not supported (supported: llama, qwen2)")]
+    #[error(
+        "general.architecture \"{arch}\" is not supported (supported: llama, qwen2, qwen3, gemma3)"
+    )]
     UnsupportedArchitecture { arch: String },
     #[error("tensor \"{name}\" is missing")]
     MissingTensor { name: String },

@@ -37,7 +37,7 @@
 //! # Dequantizing, model description, writing
 //! * [`dequantize`], [`dequantize_row_into`], [`dequantize_tensor`]: CPU reference,
 //!   bit-exact with ggml.
-//! * [`ModelConfig::from_gguf`]: llama/qwen2 hyper-parameters, checked against the tensors.
+//! * [`ModelConfig::from_gguf`]: llama/qwen2/qwen3/gemma3 hyper-parameters, checked against the tensors.
 //! * [`GgufWriter`] and [`quantize_q8_0`] / [`quantize_q4_0`] / [`quantize_q4_1`]: build
 //!   GGUF files for tests and synthetic models. The writer validates nothing, so tests can
 //!   also build broken files with it.
@@ -62,7 +62,9 @@ pub use dequant::{dequantize, dequantize_row_into, dequantize_tensor, scale_min_
 pub use error::GgufError;
 pub use f16::{bf16_to_f32, f16_to_f32, f32_to_f16};
 pub use metadata::{Metadata, MetadataArray, MetadataValue, ValueType};
-pub use model_config::{layer_tensor, ModelConfig, RopeScaling, RopeStyle, LAYER_TENSORS};
+pub use model_config::{
+    layer_tensor, FfnActivation, ModelConfig, RopeScaling, RopeStyle, SlidingWindow, LAYER_TENSORS,
+};
 pub use quantize::{
     quantize_bf16, quantize_q4_0, quantize_q4_1, quantize_q4_k, quantize_q5_0, quantize_q5_1,
     quantize_q5_k, quantize_q6_k, quantize_q8_0,

@@ -1,5 +1,9 @@
-//! Model description of a llama-family GGUF (llama, qwen2) from its metadata, validated
-//! against the tensor directory so that a loader can trust every shape it reads.
+//! Model description of a llama-family GGUF (llama, qwen2, qwen3, gemma3) from its metadata,
+//! validated against the tensor directory so that a loader can trust every shape it reads.
+//!
+//! The architectures differ only in a few switches, each a field here: RoPE pairing, Q/K/V
+//! biases (qwen2), per-head Q/K RMS norms (qwen3, gemma3), and Gemma 3's embedding scale, GELU
+//! gate, norms after attention and FFN, and sliding-window layers with their own RoPE base.
 //!
 //! Key names and defaults follow llama.cpp (`llama-model.cpp` / `llama-arch.cpp`): keys are
 //! prefixed with the architecture, e.g. `llama.block_count`.
@@ -16,6 +20,26 @@ pub enum RopeStyle {
     Norm,
     /// Halves (x[i], x[i + d/2]); qwen2 (GPT-NeoX style).
     NeoX,
+}
+
+/// The FFN's gate activation: `act(gate) * up`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FfnActivation {
+    /// SwiGLU: `silu(gate) * up` (llama, qwen).
+    Silu,
+    /// GeGLU with the tanh approximation of GELU (gemma: `gelu_pytorch_tanh`, ggml's `gelu`).
+    GeluTanh,
+}
+
+/// Local attention layers (Gemma 3): layer `il` attends only to the last `window` positions
+/// unless `(il + 1) % pattern == 0`, and rotates with `rope_freq_base` instead of the model's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SlidingWindow {
+    /// A query at position p sees keys at p - window < q <= p.
+    pub window: u32,
+    /// Every `pattern`-th layer is global.
+    pub pattern: u32,
+    pub rope_freq_base: f32,
 }
 
 /// RoPE context scaling declared in the metadata.
@@ -53,6 +77,18 @@ pub struct ModelConfig {
     pub attn_output_bias: bool,
     /// A `rope_freqs.weight` tensor (llama 3.1 frequency factors, `[rope_dims / 2]`) exists.
     pub rope_freqs: bool,
+    /// Per-head RMS norms of Q and K before RoPE (`attn_q_norm`, `attn_k_norm`, `[head_dim]`):
+    /// qwen3 and gemma3.
+    pub qk_norm: bool,
+    /// RMS norms of the attention and FFN outputs before each residual add
+    /// (`post_attention_norm`, `post_ffw_norm`): gemma3.
+    pub post_norms: bool,
+    pub ffn_activation: FfnActivation,
+    /// The token embedding is multiplied by this (gemma3: sqrt(n_embd); else 1).
+    pub embedding_scale: f32,
+    /// Attention scores are multiplied by this (1 / sqrt(head_dim) but for Gemma 3 27B).
+    pub attention_scale: f32,
+    pub sliding_window: Option<SlidingWindow>,
 }
 
 /// Per-layer tensor suffixes, in the order a loader typically wants them.
@@ -96,15 +132,25 @@ fn positive_f32(key: &str, v: f32) -> Result<f32, GgufError> {
 }
 
 impl ModelConfig {
+    /// The attention window and RoPE base of layer `il`: `(Some(window), local base)` for a
+    /// sliding-window layer, `(None, rope_freq_base)` for a global one.
+    pub fn layer_attention(&self, il: u32) -> (Option<u32>, f32) {
+        match self.sliding_window {
+            Some(sw) if (il + 1) % sw.pattern != 0 => (Some(sw.window), sw.rope_freq_base),
+            _ => (None, self.rope_freq_base),
+        }
+    }
+
     /// Reads and validates the model description; see the module docs.
     pub fn from_gguf(g: &Gguf) -> Result<ModelConfig, GgufError> {
         let md = g.metadata();
         let arch = md.get_str("general.architecture")?.to_string();
         let rope_style = match arch.as_str() {
             "llama" => RopeStyle::Norm,
-            "qwen2" => RopeStyle::NeoX,
+            "qwen2" | "qwen3" | "gemma3" => RopeStyle::NeoX,
             _ => return Err(GgufError::UnsupportedArchitecture { arch }),
         };
+        let gemma = arch == "gemma3";
         let k = |s: &str| format!("{arch}.{s}");
 
         let n_layers = positive(g, &k("block_count"))?;
@@ -178,6 +224,29 @@ impl ModelConfig {
                 )
             })?;
 
+        let sliding_window = if gemma {
+            // llama.cpp (llama-model.cpp, LLM_ARCH_GEMMA3): every 6th layer is global, local
+            // layers rotate with base 10000; the window itself is in the metadata.
+            let key = k("attention.sliding_window");
+            let window = md.get_u32(&key)?;
+            if window == 0 {
+                return Err(invalid(&key, "must be positive"));
+            }
+            Some(SlidingWindow {
+                window,
+                pattern: 6,
+                rope_freq_base: 10_000.0,
+            })
+        } else {
+            None
+        };
+        // Gemma 3 27B (62 layers) scales by its query_pre_attn_scalar = n_embd / n_head.
+        let attention_scale = if gemma && n_layers == 62 {
+            1.0 / ((n_embd / n_head) as f32).sqrt()
+        } else {
+            1.0 / (head_dim as f32).sqrt()
+        };
+
         let layer_has = |suffix: &str| g.tensor(&layer_tensor(0, suffix)).is_some();
         let mut cfg = ModelConfig {
             rope_style,
@@ -197,6 +266,16 @@ impl ModelConfig {
             qkv_bias: arch == "qwen2" || layer_has("attn_q.bias"),
             attn_output_bias: layer_has("attn_output.bias"),
             rope_freqs: g.tensor("rope_freqs.weight").is_some(),
+            qk_norm: arch == "qwen3" || gemma,
+            post_norms: gemma,
+            ffn_activation: if gemma {
+                FfnActivation::GeluTanh
+            } else {
+                FfnActivation::Silu
+            },
+            embedding_scale: if gemma { (n_embd as f32).sqrt() } else { 1.0 },
+            attention_scale,
+            sliding_window,
             arch,
         };
         cfg.qkv_bias |= layer_has("attn_k.bias") || layer_has("attn_v.bias");
@@ -257,6 +336,15 @@ impl ModelConfig {
             }
             if self.attn_output_bias {
                 f(layer_tensor(i, "attn_output.bias"), vec![e])?;
+            }
+            if self.qk_norm {
+                let d = u64::from(self.head_dim);
+                f(layer_tensor(i, "attn_q_norm.weight"), vec![d])?;
+                f(layer_tensor(i, "attn_k_norm.weight"), vec![d])?;
+            }
+            if self.post_norms {
+                f(layer_tensor(i, "post_attention_norm.weight"), vec![e])?;
+                f(layer_tensor(i, "post_ffw_norm.weight"), vec![e])?;
             }
         }
         f("output_norm.weight".into(), vec![e])?;

@@ -4,9 +4,12 @@
 
 use crate::error::{FuselmError, Result};
 use crate::gguf::{
-    dequantize_tensor, f16_to_f32, f32_to_f16, GgmlType, Gguf, ModelConfig, RopeStyle,
+    dequantize_tensor, f16_to_f32, f32_to_f16, FfnActivation, GgmlType, Gguf, ModelConfig,
+    RopeStyle,
 };
-use crate::reference::{add, argmax, causal_attention, matmul, rms_norm, rope, swiglu};
+use crate::reference::{
+    add, argmax, geglu, matmul, rms_norm, rope, swiglu, windowed_attention, AttentionShape,
+};
 
 /// A dequantized weight and the type it was stored in (which decides how llama.cpp rounds the
 /// activations it is multiplied with).
@@ -25,6 +28,12 @@ struct Layer {
     bk: Option<Vec<f32>>,
     bv: Option<Vec<f32>>,
     bo: Option<Vec<f32>>,
+    /// Per-head norms of Q and K (qwen3, gemma3).
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
+    /// Norms of the attention and FFN outputs (gemma3).
+    post_attn_norm: Option<Vec<f32>>,
+    post_ffn_norm: Option<Vec<f32>>,
     ffn_norm: Vec<f32>,
     w_gate: Mat,
     w_up: Mat,
@@ -219,6 +228,10 @@ impl CpuReferenceModel {
                 bk: load_opt(g, file, &name("attn_k.bias"))?,
                 bv: load_opt(g, file, &name("attn_v.bias"))?,
                 bo: load_opt(g, file, &name("attn_output.bias"))?,
+                q_norm: load_opt(g, file, &name("attn_q_norm.weight"))?,
+                k_norm: load_opt(g, file, &name("attn_k_norm.weight"))?,
+                post_attn_norm: load_opt(g, file, &name("post_attention_norm.weight"))?,
+                post_ffn_norm: load_opt(g, file, &name("post_ffw_norm.weight"))?,
                 ffn_norm: load(g, file, &name("ffn_norm.weight"))?,
                 w_gate: load_mat(g, file, &name("ffn_gate.weight"))?,
                 w_up: load_mat(g, file, &name("ffn_up.weight"))?,
@@ -277,7 +290,11 @@ impl CpuReferenceModel {
                 self.tok_embd.w[t * n_embd..(t + 1) * n_embd].to_vec()
             })
             .collect();
+        if c.embedding_scale != 1.0 {
+            x.iter_mut().for_each(|v| *v *= c.embedding_scale);
+        }
         for (l, layer) in self.layers.iter().enumerate() {
+            let (window, freq_base) = c.layer_attention(l as u32);
             let h = rms_norm(&x, &layer.attn_norm, c.rms_eps);
             let nm = self.numerics;
             let mut q = mat(nm, &layer.wq, &h, n_embd, q_dim);
@@ -286,36 +303,64 @@ impl CpuReferenceModel {
             add_bias(&mut q, &layer.bq);
             add_bias(&mut k, &layer.bk);
             add_bias(&mut v, &layer.bv);
+            // Per-head norms: every head_dim-long row of Q and K is normalised by itself.
+            if let Some(w) = &layer.q_norm {
+                q = rms_norm(&q, w, c.rms_eps);
+            }
+            if let Some(w) = &layer.k_norm {
+                k = rms_norm(&k, w, c.rms_eps);
+            }
             for (t, (qt, kt)) in q.chunks_mut(q_dim).zip(k.chunks_mut(kv_dim)).enumerate() {
                 let pos = (pos0 + t) as u32;
-                rope(qt, head_dim, n_rot, pos, c.rope_freq_base, neox);
-                rope(kt, head_dim, n_rot, pos, c.rope_freq_base, neox);
+                rope(qt, head_dim, n_rot, pos, freq_base, neox);
+                rope(kt, head_dim, n_rot, pos, freq_base, neox);
             }
             nm.f16(&mut k);
             nm.f16(&mut v);
             nm.f16(&mut q);
             self.k_cache[l].extend_from_slice(&k);
             self.v_cache[l].extend_from_slice(&v);
-            let attend = match nm {
-                Numerics::ExactF32 => causal_attention,
-                Numerics::LlamaCpp => attention_llama_cpp,
+            let att = match nm {
+                Numerics::ExactF32 => windowed_attention(
+                    &q,
+                    &self.k_cache[l],
+                    &self.v_cache[l],
+                    pos0,
+                    &AttentionShape {
+                        n_head,
+                        n_head_kv,
+                        head_dim,
+                        scale: c.attention_scale,
+                        window: window.map(|w| w as usize),
+                    },
+                ),
+                Numerics::LlamaCpp => attention_llama_cpp(
+                    &q,
+                    &self.k_cache[l],
+                    &self.v_cache[l],
+                    pos0,
+                    n_head,
+                    n_head_kv,
+                    head_dim,
+                ),
             };
-            let att = attend(
-                &q,
-                &self.k_cache[l],
-                &self.v_cache[l],
-                pos0,
-                n_head,
-                n_head_kv,
-                head_dim,
-            );
             let mut o = mat(nm, &layer.wo, &att, q_dim, n_embd);
             add_bias(&mut o, &layer.bo);
+            if let Some(w) = &layer.post_attn_norm {
+                o = rms_norm(&o, w, c.rms_eps);
+            }
             x = add(&x, &o);
             let h = rms_norm(&x, &layer.ffn_norm, c.rms_eps);
             let gate = mat(nm, &layer.w_gate, &h, n_embd, n_ff);
             let up = mat(nm, &layer.w_up, &h, n_embd, n_ff);
-            let down = mat(nm, &layer.w_down, &swiglu(&gate, &up), n_ff, n_embd);
+            let act = match c.ffn_activation {
+                FfnActivation::Silu => swiglu(&gate, &up),
+                FfnActivation::GeluTanh => geglu(&gate, &up),
+            };
+            let mut down = mat(nm, &layer.w_down, &act, n_ff, n_embd);
+            if let Some(w) = &layer.post_ffn_norm {
+                down = rms_norm(&down, w, c.rms_eps);
+            }
             x = add(&x, &down);
         }
         let h = rms_norm(&x, &self.output_norm, c.rms_eps);

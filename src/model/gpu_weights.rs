@@ -2,7 +2,8 @@
 
 use crate::error::{FuselmError, Result};
 use crate::gguf::{
-    dequantize_tensor, layer_tensor, Gguf, GgufError, ModelConfig, TensorInfo, LAYER_TENSORS,
+    dequantize_tensor, layer_tensor, FfnActivation, Gguf, GgufError, ModelConfig, TensorInfo,
+    LAYER_TENSORS,
 };
 use crate::gpu::GpuContext;
 use crate::kernels::GpuWeight;
@@ -91,13 +92,36 @@ pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<Up
 impl ModelWeights {
     /// Refuses model features the GPU path does not implement yet.
     pub fn check_supported(config: &ModelConfig) -> Result<()> {
-        if config.qkv_bias || config.attn_output_bias || config.rope_freqs {
-            return Err(FuselmError::InvalidArgument(format!(
-                "{}: attention biases and rope frequency factors are not supported on the GPU yet",
-                config.arch
-            )));
+        let mut missing = Vec::new();
+        if config.qkv_bias || config.attn_output_bias {
+            missing.push("attention biases");
         }
-        Ok(())
+        if config.rope_freqs {
+            missing.push("RoPE frequency factors");
+        }
+        if config.qk_norm {
+            missing.push("Q/K norms");
+        }
+        if config.post_norms {
+            missing.push("post-attention/FFN norms");
+        }
+        if config.ffn_activation != FfnActivation::Silu {
+            missing.push("GELU gates");
+        }
+        if config.embedding_scale != 1.0 {
+            missing.push("embedding scaling");
+        }
+        if config.sliding_window.is_some() {
+            missing.push("sliding-window attention");
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(FuselmError::UnsupportedModel(format!(
+            "architecture {}: the GPU kernels do not implement {} yet (the CPU reference does)",
+            config.arch,
+            missing.join(", ")
+        )))
     }
 
     /// Uploads every weight of `config` from a whole file.

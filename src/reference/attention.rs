@@ -14,10 +14,23 @@ pub fn attention(
     n_head_kv: usize,
     head_dim: usize,
 ) -> Vec<f32> {
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    attention_scaled(q, keys, values, n_head, n_head_kv, head_dim, scale)
+}
+
+/// [`attention`] with scores scaled by `scale`.
+pub fn attention_scaled(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    n_head: usize,
+    n_head_kv: usize,
+    head_dim: usize,
+    scale: f32,
+) -> Vec<f32> {
     let kv_row = n_head_kv * head_dim;
     let seq = keys.len() / kv_row.max(1);
     let group = n_head / n_head_kv.max(1);
-    let scale = 1.0 / (head_dim as f32).sqrt();
     let mut out = vec![0.0; n_head * head_dim];
     for h in 0..n_head {
         let qh = &q[h * head_dim..(h + 1) * head_dim];
@@ -52,18 +65,49 @@ pub fn causal_attention(
     n_head_kv: usize,
     head_dim: usize,
 ) -> Vec<f32> {
-    let kv_row = n_head_kv * head_dim;
-    q.chunks(n_head * head_dim)
+    let shape = AttentionShape {
+        n_head,
+        n_head_kv,
+        head_dim,
+        scale: 1.0 / (head_dim as f32).sqrt(),
+        window: None,
+    };
+    windowed_attention(q, keys, values, pos0, &shape)
+}
+
+/// Heads, scale and window of [`windowed_attention`].
+#[derive(Debug, Clone, Copy)]
+pub struct AttentionShape {
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim: usize,
+    pub scale: f32,
+    /// Sliding window: a query at position p sees keys at positions p - window < j <= p.
+    pub window: Option<usize>,
+}
+
+/// [`causal_attention`] with any score scale and an optional sliding window.
+pub fn windowed_attention(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    pos0: usize,
+    s: &AttentionShape,
+) -> Vec<f32> {
+    let kv_row = s.n_head_kv * s.head_dim;
+    q.chunks(s.n_head * s.head_dim)
         .enumerate()
         .flat_map(|(t, qt)| {
-            let seq = pos0 + t + 1;
-            attention(
+            let end = pos0 + t + 1;
+            let start = s.window.map_or(0, |w| end.saturating_sub(w));
+            attention_scaled(
                 qt,
-                &keys[..seq * kv_row],
-                &values[..seq * kv_row],
-                n_head,
-                n_head_kv,
-                head_dim,
+                &keys[start * kv_row..end * kv_row],
+                &values[start * kv_row..end * kv_row],
+                s.n_head,
+                s.n_head_kv,
+                s.head_dim,
+                s.scale,
             )
         })
         .collect()

@@ -1,0 +1,187 @@
+//! Gemma 3 270M Q4_K_M (`scripts/fetch-model gemma3`) against its float64 exact reference,
+//! `tests/fixtures/gemma3/exact_greedy.jsonl` (made by `scripts/exact-reference.py` on the GPU
+//! machine: `bench/exact-reference-gpu.sh`; see `tests/fixtures/gemma3/README.md`).
+//!
+//! What runs today: the model description (gemma3 switches read from the metadata), the
+//! tokenizer on the reference's prompts, and the CPU reference forward pass under the exact
+//! rule of `../shared/fixtures/README.md` (greedy ids equal up to the first reference margin
+//! below 0.01; teacher-forced argmax equal wherever the margin is at least 0.01; first-step
+//! logits within 1e-3). The GPU path refuses the architecture with a typed error naming what it
+//! lacks, which this test also pins. Native only: the CPU reference dequantizes the whole model
+//! to f32 (1.1 GB).
+#![cfg(not(target_arch = "wasm32"))]
+
+use fuselm::error::ErrorKind;
+use fuselm::gguf::{FfnActivation, Gguf, ModelConfig, RopeStyle};
+use fuselm::model::{tokenizer_from_gguf, CpuReferenceModel, GpuModel, LoadOptions};
+use fuselm::reference::argmax;
+use serde_json::Value;
+
+const MARGIN: f64 = 0.01;
+const TOP5_TOLERANCE: f64 = 1e-3;
+/// Prompts the CPU reference runs (short ones: the 262,144-row head costs ~0.2 s a token).
+const CPU_PROMPTS: [usize; 2] = [0, 2];
+
+struct Case {
+    prompt: String,
+    prompt_ids: Vec<u32>,
+    greedy_ids: Vec<u32>,
+    margins: Vec<f64>,
+    top5_first: Vec<(u32, f64)>,
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn cases() -> Vec<Case> {
+    include_str!("fixtures/gemma3/exact_greedy.jsonl")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            Case {
+                prompt: v["prompt"].as_str().unwrap().to_string(),
+                prompt_ids: ids(&v["prompt_ids"]),
+                greedy_ids: ids(&v["greedy_ids"]),
+                margins: v["top2_margin"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m.as_f64().unwrap())
+                    .collect(),
+                top5_first: v["top5_first_steps"][0]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| (p[0].as_u64().unwrap() as u32, p[1].as_f64().unwrap()))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+fn model() -> (std::path::PathBuf, Vec<u8>) {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join("models/gemma-3-270m-q4_k_m.gguf");
+    if !path.exists() {
+        let status = std::process::Command::new(root.join("scripts/fetch-model"))
+            .arg("gemma3")
+            .status()
+            .expect("run scripts/fetch-model gemma3");
+        assert!(status.success(), "scripts/fetch-model gemma3 failed");
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+#[test]
+fn gemma3_config_tokenizer_and_cpu_reference_meet_the_exact_reference() {
+    let (_, bytes) = model();
+    let gguf = Gguf::parse(&bytes).expect("parse");
+    let c = ModelConfig::from_gguf(&gguf).expect("config");
+    assert_eq!(c.arch, "gemma3");
+    assert_eq!(
+        (c.n_layers, c.n_embd, c.n_head, c.n_head_kv, c.head_dim),
+        (18, 640, 4, 1, 256)
+    );
+    assert_eq!(c.rope_style, RopeStyle::NeoX);
+    assert!(c.qk_norm && c.post_norms && c.tied_output);
+    assert_eq!(c.ffn_activation, FfnActivation::GeluTanh);
+    assert_eq!(c.embedding_scale, 640f32.sqrt());
+    assert_eq!(c.attention_scale, 1.0 / 16.0);
+    assert_eq!(c.layer_attention(0), (Some(512), 10_000.0));
+    assert_eq!(c.layer_attention(5), (None, 1_000_000.0));
+
+    let cases = cases();
+    assert_eq!(cases.len(), 10);
+    let tok = tokenizer_from_gguf(&gguf).expect("tokenizer");
+    for case in &cases {
+        assert_eq!(
+            tok.encode(&case.prompt, true, true),
+            case.prompt_ids,
+            "{:?}",
+            case.prompt
+        );
+    }
+
+    let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
+    let vocab = c.vocab_size as usize;
+    for &i in &CPU_PROMPTS {
+        let case = &cases[i];
+        // Teacher forcing over prompt + reference continuation, one batched forward pass.
+        cpu.reset();
+        let seq: Vec<u32> = case
+            .prompt_ids
+            .iter()
+            .chain(&case.greedy_ids)
+            .copied()
+            .collect();
+        let logits = cpu.forward(&seq).expect("forward");
+        let n_prompt = case.prompt_ids.len();
+        let first = &logits[(n_prompt - 1) * vocab..n_prompt * vocab];
+        let mut worst = 0f64;
+        for &(id, want) in &case.top5_first {
+            worst = worst.max((f64::from(first[id as usize]) - want).abs());
+        }
+        assert!(
+            worst <= TOP5_TOLERANCE,
+            "{:?}: first-step top-5 logits off by {worst}",
+            case.prompt
+        );
+        let mut forced = 0;
+        for (j, &want) in case.greedy_ids.iter().enumerate() {
+            if case.margins[j] < MARGIN {
+                continue;
+            }
+            let row = &logits[(n_prompt - 1 + j) * vocab..(n_prompt + j) * vocab];
+            assert_eq!(
+                argmax(row),
+                Some(want as usize),
+                "{:?}: forced position {j}",
+                case.prompt
+            );
+            forced += 1;
+        }
+        // Greedy through the KV cache up to the first small margin.
+        let n_rule = case
+            .margins
+            .iter()
+            .position(|&m| m < MARGIN)
+            .unwrap_or(case.margins.len());
+        cpu.reset();
+        let got = cpu.greedy(&case.prompt_ids, n_rule).expect("greedy");
+        assert_eq!(
+            got,
+            case.greedy_ids[..n_rule],
+            "{:?}: greedy ids",
+            case.prompt
+        );
+        println!(
+            "{:?}: top-5 within {worst:.1e}, {forced} forced positions agree, greedy {n_rule}/{n_rule}",
+            case.prompt
+        );
+    }
+}
+
+/// The GPU path refuses Gemma 3 until its kernels exist, with a typed error that says why.
+#[test]
+fn gemma3_on_the_gpu_is_a_typed_refusal() {
+    let (_, bytes) = model();
+    let err = pollster::block_on(async {
+        let ctx = fuselm::gpu::GpuContext::new().await.expect("gpu");
+        GpuModel::load(ctx, &bytes, &LoadOptions::default()).await
+    })
+    .err()
+    .expect("gemma3 is refused on the GPU");
+    assert_eq!(err.kind(), ErrorKind::InvalidModel, "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("gemma3") && msg.contains("Q/K norms") && msg.contains("GELU"),
+        "{msg}"
+    );
+}
