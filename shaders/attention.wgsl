@@ -1,6 +1,7 @@
 // Causal grouped-query attention over the KV cache (f32, or f16 storage via kv_f16.wgsl):
 //   out[t][h] = sum_{j <= pos+t} softmax_j(q[t][h] . K[g][j] * scale) V[g][j],
-//   g = h / (n_head / n_head_kv), pos = state.pos.
+//   g = h / (n_head / n_head_kv), pos = state.pos; with a sliding window (window > 0) only
+//   the keys j > pos + t - window are visible.
 //
 // One workgroup per (query head, token). Keys are visited in chunks of CHUNK positions whose
 // scores sit in workgroup memory; a running max / sum rescales the accumulator between chunks
@@ -14,8 +15,8 @@ struct Params {
     n_head_kv: u32,
     head_dim: u32,
     n_ctx: u32,  // cache capacity in positions
-    scale: f32,  // 1 / sqrt(head_dim)
-    _pad0: u32,
+    scale: f32,  // 1 / sqrt(head_dim), or the model's own
+    window: u32, // 0: every earlier key; else keys within the last `window` positions
     _pad1: u32,
     _pad2: u32,
 }
@@ -61,6 +62,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         len_sh = select(0u, min(state.pos + t + 1u, p.n_ctx), t < state.n_tokens);
     }
     let len = workgroupUniformLoad(&len_sh);
+    var first = 0u;
+    if p.window != 0u && len > p.window {
+        first = len - p.window;
+    }
     let kv_base = (h / (p.n_head / p.n_head_kv)) * p.n_ctx * hd;
     let q_base = (t * p.n_head + h) * hd;
     for (var d = lid; d < hd; d += WG) {
@@ -71,7 +76,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var m = NEG_MAX;
     var l = 0.0;
     var acc = array<f32, 4>();
-    for (var c0 = 0u; c0 < len; c0 += CHUNK) {
+    for (var c0 = first; c0 < len; c0 += CHUNK) {
         var cmax = NEG_MAX;
         for (var j = lid; j < CHUNK; j += WG) {
             var s = NEG_MAX;

@@ -1,4 +1,4 @@
-// Token embedding: out[t] = table[tokens[state.pos + t]] as f32, for t < state.n_tokens.
+// Token embedding: out[t] = table[tokens[state.pos + t]] as f32 * scale, for t < state.n_tokens.
 //
 // The token ids are read from the GPU `tokens` buffer (one id per position; the prompt is
 // written there once, argmax appends each generated id), never from a uniform, so decode steps
@@ -11,7 +11,7 @@ struct Params {
     k: u32,      // n_embd: values per row
     n_rows: u32, // rows in this chunk
     row0: u32,   // id of this chunk's first row
-    _pad: u32,
+    scale: f32,  // every value is multiplied by it (gemma: sqrt(n_embd); else 1)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -37,7 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wg
     for (var j = 0u; j < 8u; j++) {
         let c = 8u * u + j;
         if c < p.k {
-            out[base + c] = vals[j];
+            out[base + c] = vals[j] * p.scale;
         }
     }
 }

@@ -5,13 +5,14 @@
 // 64-wide strided sum and a shared-memory tree reduction beat anything fancier and need no
 // subgroups. `last_only` normalises just the last token of the step (row state.n_tokens - 1,
 // written as row 0): after prefill only that row feeds the output head, and its index is on
-// the GPU, so the kernel picks it rather than a CPU-side buffer offset.
+// the GPU, so the kernel picks it rather than a CPU-side buffer offset. With rows_per_token > 1
+// each token's values are that many rows (per-head Q/K norms: n = head_dim, one row per head).
 
 struct Params {
     n: u32,         // values per row (n_embd)
     eps: f32,
     last_only: u32, // 1: one workgroup, reads row state.n_tokens - 1, writes row 0
-    _pad: u32,
+    rows_per_token: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -44,7 +45,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     workgroupBarrier();
     let scale = inverseSqrt(red[0] / f32(p.n) + p.eps);
-    if row_in >= n_tokens {
+    if row_in >= n_tokens * p.rows_per_token {
         return;
     }
     let dst = row_out * p.n;

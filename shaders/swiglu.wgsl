@@ -1,10 +1,11 @@
-// SwiGLU gate of the llama FFN: out = silu(gate) * up, silu(x) = x / (1 + exp(-x)),
-// elementwise over this step's tokens. One invocation per value; the grid is 1D folded into
+// Gated FFN activation, elementwise over this step's tokens: out = act(gate) * up, with
+// act = silu(x) = x / (1 + exp(-x)) (SwiGLU: llama, qwen) or, when p.gelu is 1, GELU's tanh
+// approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GeGLU: gemma). One invocation per value; the grid is 1D folded into
 // 2D when it exceeds maxComputeWorkgroupsPerDimension.
 
 struct Params {
     n: u32, // values per token (n_ff)
-    _pad0: u32,
+    gelu: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -28,5 +29,11 @@ fn main(
         return;
     }
     let g = gate[i];
-    out[i] = g / (1.0 + exp(-g)) * up[i];
+    var a = g / (1.0 + exp(-g));
+    if p.gelu == 1u {
+        // tanh's argument is clamped: tanh(15) is 1 in f32, and a tanh computed from exp would
+        // overflow to inf / inf beyond ~44.
+        a = 0.5 * g * (1.0 + tanh(clamp(0.7978846 * g * (1.0 + 0.044715 * g * g), -15.0, 15.0)));
+    }
+    out[i] = a * up[i];
 }

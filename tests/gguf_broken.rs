@@ -366,7 +366,7 @@ fn broken_corpus_directory_is_committed() {
 
 fn check_inspectable_unsupported_type_and_nested_arrays_within_cap() {
     let mut w = GgufWriter::new();
-    w.add_tensor_raw("q5k", &[256], 13, vec![0; 176]);
+    w.add_tensor_raw("q2k", &[256], 10, vec![0; 84]);
     let mut a = A::U8(vec![1]);
     for _ in 0..fuselm::gguf::MAX_ARRAY_DEPTH - 1 {
         a = A::Array(vec![a]);
@@ -375,8 +375,8 @@ fn check_inspectable_unsupported_type_and_nested_arrays_within_cap() {
     let g = Gguf::parse(&w.to_bytes()).unwrap();
     assert_eq!(g.metadata().get("deep"), Some(&V::Array(a.clone())));
     assert!(matches!(
-        g.tensor("q5k").unwrap().ggml_type(),
-        Err(GgufError::UnsupportedTensorType { type_id: 13, .. })
+        g.tensor("q2k").unwrap().ggml_type(),
+        Err(GgufError::UnsupportedTensorType { type_id: 10, .. })
     ));
     let mut w = GgufWriter::new();
     w.add("deeper", V::Array(A::Array(vec![a])));

@@ -292,16 +292,22 @@ fn check_config_errors_name_the_problem() {
     );
     let f = synth(
         &Spec {
-            arch: "gemma3",
+            arch: "mamba",
             ..llama()
         },
         |_| {},
     );
+    let err = config(&f);
     assert_eq!(
-        config(&f),
+        err,
         Err(GgufError::UnsupportedArchitecture {
-            arch: "gemma3".into()
+            arch: "mamba".into()
         })
+    );
+    let msg = err.unwrap_err().to_string();
+    assert!(
+        msg.contains("general.architecture") && msg.contains("gemma3"),
+        "{msg}"
     );
     let f = synth(
         &Spec {

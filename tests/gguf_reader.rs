@@ -59,7 +59,7 @@ fn sample_file(version: u32) -> Vec<u8> {
     w.add_tensor_f32("a.f32", &[3, 5], &x[..15]);
     w.add_tensor("b.q8", &[64, 2], GgmlType::Q8_0, quantize_q8_0(&x[..128]));
     w.add_tensor("c.q41", &[32], GgmlType::Q4_1, quantize_q4_1(&x[..32]));
-    w.add_tensor_raw("d.q5_0", &[32, 3], 6, vec![7; 66]); // Q5_0: parsed, not decodable
+    w.add_tensor_raw("d.iq4_nl", &[32, 3], 20, vec![7; 54]); // IQ4_NL: parsed, not decodable
     w.add_tensor("e.f16", &[7], GgmlType::F16, [0x00, 0x3c].repeat(7));
     w.to_bytes()
 }
@@ -159,11 +159,11 @@ fn check_tensor_directory_and_data() {
         vec![1.0; 7]
     );
     // Unsupported-but-known type: inspectable, fails only when decoded.
-    let d = g.tensor("d.q5_0").unwrap();
-    assert_eq!((d.type_id, d.ty, d.size_bytes), (6, None, 66));
+    let d = g.tensor("d.iq4_nl").unwrap();
+    assert_eq!((d.type_id, d.ty, d.size_bytes), (20, None, 54));
     let err = GgufError::UnsupportedTensorType {
-        name: "d.q5_0".into(),
-        type_id: 6,
+        name: "d.iq4_nl".into(),
+        type_id: 20,
     };
     assert_eq!(d.ggml_type(), Err(err.clone()));
     assert_eq!(

@@ -10,7 +10,9 @@ mod kernel_support;
 
 use fuselm::gguf::{f16_to_f32, f32_to_f16};
 use fuselm::gpu::GpuContext;
-use fuselm::kernels::{Advance, Attention, AttentionShape, KvFormat, KvStore, Rope, RopeStyle};
+use fuselm::kernels::{
+    Advance, Attention, AttentionMask, AttentionShape, KvFormat, KvStore, Rope, RopeStyle,
+};
 use fuselm::reference;
 use kernel_support::*;
 
@@ -153,6 +155,28 @@ async fn check_step(
     n_tokens: usize,
     seed: u64,
 ) {
+    check_masked(
+        ctx,
+        kv,
+        s,
+        AttentionMask::standard(s.head_dim),
+        pos0,
+        n_tokens,
+        seed,
+    )
+    .await;
+}
+
+/// One KV store + attention step with `mask` (scale, sliding window) against the reference.
+async fn check_masked(
+    ctx: &GpuContext,
+    kv: KvFormat,
+    s: AttentionShape,
+    mask: AttentionMask,
+    pos0: usize,
+    n_tokens: usize,
+    seed: u64,
+) {
     let mut rng = Rng::new(seed);
     let cache_len = s.cache_len() as usize;
     let mut history = |n| -> Vec<f32> {
@@ -186,7 +210,7 @@ async fn check_step(
         .bind(ctx, &s, &st, &kb, &vb, &kc, &vc, nt)
         .expect("bind kv_store");
     let attend = attention
-        .bind(ctx, &s, &st, &qb, &kc, &vc, &out, nt)
+        .bind_masked(ctx, &s, mask, &st, &qb, &kc, &vc, &out, nt)
         .expect("bind attention");
     run(ctx, |pass| {
         store.record(pass, nt).expect("record");
@@ -205,7 +229,7 @@ async fn check_step(
             }
         }
     }
-    let case = format!("{kv:?} {s:?} pos={pos0} tokens={n_tokens}");
+    let case = format!("{kv:?} {s:?} {mask:?} pos={pos0} tokens={n_tokens}");
     // WGSL lets f32 -> f16 conversion round either way: allow one f16 ulp (2^-10 relative).
     let rtol = if kv == KvFormat::F16 { 1e-3 } else { 0.0 };
     let k_got = read_cache(ctx, kv, &kc, cache_len).await;
@@ -219,7 +243,14 @@ async fn check_step(
     // The reference attends over the cache as the GPU stored it.
     let (keys, values) = (by_position(&s, &k_got, len), by_position(&s, &v_got, len));
     let (nh, nkv) = (s.n_head as usize, s.n_head_kv as usize);
-    let want = reference::causal_attention(&q, &keys, &values, pos0, nh, nkv, hd);
+    let shape = reference::AttentionShape {
+        n_head: nh,
+        n_head_kv: nkv,
+        head_dim: hd,
+        scale: mask.scale,
+        window: mask.window.map(|w| w as usize),
+    };
+    let want = reference::windowed_attention(&q, &keys, &values, pos0, &shape);
     let got = read_f32(ctx, &out, qr * n_tokens).await;
     assert_close(&format!("attention {case}"), &got, &want, 2e-6, 1e-5);
 }
@@ -230,6 +261,16 @@ async fn attention_steps(ctx: &GpuContext, kv: KvFormat) {
     check_step(ctx, kv, shape(8, 1, 128, 600), 520, 1, 3).await; // decode, 3 chunks, MQA
     check_step(ctx, kv, shape(2, 2, 256, 20), 5, 2, 4).await; // the largest head_dim
     check_step(ctx, kv, shape(9, 3, 64, 1), 0, 1, 5).await; // first token: one key
+                                                            // Sliding windows (gemma3's local layers) and a model-specific scale: a window that starts
+                                                            // mid-chunk at a decode step past it, windows shorter than a prefill batch, a window
+                                                            // longer than the context (no effect).
+    let masked = |scale: f32, window: u32| AttentionMask {
+        scale,
+        window: Some(window),
+    };
+    check_masked(ctx, kv, shape(9, 3, 64, 600), masked(0.125, 100), 520, 1, 6).await;
+    check_masked(ctx, kv, shape(4, 1, 256, 40), masked(0.0625, 3), 0, 7, 7).await;
+    check_masked(ctx, kv, shape(4, 4, 33, 300), masked(0.3, 1000), 250, 5, 8).await;
 }
 
 async fn attention_cases() {

@@ -112,15 +112,61 @@ async fn rms_norm_rows() {
             let got = read_f32(&ctx, &out, n * n_tokens).await;
             let case = format!("rms_norm n={n} tokens={n_tokens} {rows:?}");
             match rows {
-                RmsRows::All => assert_close(&case, &got, &want, 1e-6, 1e-5),
                 RmsRows::Last => {
                     assert_close(&case, &got[..n], &want[n * (n_tokens - 1)..], 1e-6, 1e-5)
                 }
+                _ => assert_close(&case, &got, &want, 1e-6, 1e-5),
             };
         }
     }
 }
 gpu_test!(rms_norm_matches_reference, rms_norm_rows);
+
+/// Per-head norms (qwen3/gemma3 Q/K norms): `heads` rows of `n` per token, one weight for all.
+async fn rms_norm_per_head() {
+    let ctx = context().await;
+    let kernel = RmsNorm::new(&ctx).await.expect("pipeline");
+    for (i, (n, heads, n_tokens)) in [(256, 4, 1), (64, 9, 3), (33, 2, 5)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut rng = Rng::new(50 + i as u64);
+        let len = n * heads * n_tokens;
+        let (x, w) = (rng.vec(len, 3.0), rng.vec(n, 1.0));
+        let want = reference::rms_norm(&x, &w, 1e-6);
+        let st = state(&ctx, 0, n_tokens as u32);
+        let (xb, wb, out) = (
+            buffer_f32(&ctx, &x),
+            buffer_f32(&ctx, &w),
+            poisoned(&ctx, len + 5),
+        );
+        let rows = RmsRows::PerHead(heads as u32);
+        let call = kernel
+            .bind(
+                &ctx,
+                n as u32,
+                1e-6,
+                rows,
+                &st,
+                &xb,
+                &wb,
+                &out,
+                n_tokens as u32,
+            )
+            .expect("bind");
+        run(&ctx, |pass| {
+            call.record(pass, n_tokens as u32).expect("record")
+        });
+        let got = read_f32(&ctx, &out, len + 5).await;
+        let case = format!("rms_norm per head n={n} heads={heads} tokens={n_tokens}");
+        assert_close(&case, &got[..len], &want, 1e-6, 1e-5);
+        assert!(
+            got[len..].iter().all(|v| v.to_bits() == POISON),
+            "{case}: wrote past the rows"
+        );
+    }
+}
+gpu_test!(rms_norm_per_head_matches_reference, rms_norm_per_head);
 
 /// SwiGLU: 1e-6 absolute + 1e-5 relative (GPU exp); Add: exact.
 async fn elementwise() {
@@ -173,6 +219,57 @@ async fn elementwise() {
     }
 }
 gpu_test!(swiglu_and_add_match_reference, elementwise);
+
+/// GeGLU (gemma's GELU gate, including |x| large enough to saturate tanh) within 1e-6 absolute +
+/// 1e-5 relative; bias add (one row broadcast to every token) exact.
+async fn geglu_and_bias() {
+    let ctx = context().await;
+    let swiglu = SwiGlu::new(&ctx).await.expect("swiglu pipeline");
+    let add = Add::new(&ctx).await.expect("add pipeline");
+    for (i, (n, n_tokens)) in [(2048, 1), (640, 3), (33, 2)].into_iter().enumerate() {
+        let mut rng = Rng::new(70 + i as u64);
+        let len = n * n_tokens;
+        let (mut g, u) = (rng.vec(len, 8.0), rng.vec(len, 2.0));
+        g[0] = 60.0;
+        g[1] = -60.0;
+        let st = state(&ctx, 0, n_tokens as u32);
+        let (gb, ub, out) = (
+            buffer_f32(&ctx, &g),
+            buffer_f32(&ctx, &u),
+            poisoned(&ctx, len + 3),
+        );
+        let act = fuselm::gguf::FfnActivation::GeluTanh;
+        let nt = n_tokens as u32;
+        let call = swiglu
+            .bind_activation(&ctx, n as u32, act, &st, &gb, &ub, &out, nt)
+            .expect("bind");
+        run(&ctx, |pass| call.record(pass, nt).expect("record"));
+        let got = read_f32(&ctx, &out, len + 3).await;
+        let case = format!("geglu n={n} tokens={n_tokens}");
+        assert_close(&case, &got[..len], &reference::geglu(&g, &u), 1e-6, 1e-5);
+        assert!(
+            got[len..].iter().all(|v| v.to_bits() == POISON),
+            "{case}: wrote past"
+        );
+
+        let bias = rng.vec(n, 1.0);
+        let bb = buffer_f32(&ctx, &bias);
+        let call = add
+            .bind_bias(&ctx, n as u32, &st, &bb, &ub, nt)
+            .expect("bind");
+        run(&ctx, |pass| call.record(pass, nt).expect("record"));
+        let got = read_f32(&ctx, &ub, len).await;
+        let want: Vec<f32> = u.iter().enumerate().map(|(j, v)| v + bias[j % n]).collect();
+        assert_close(
+            &format!("bias n={n} tokens={n_tokens}"),
+            &got,
+            &want,
+            0.0,
+            0.0,
+        );
+    }
+}
+gpu_test!(geglu_and_bias_match_reference, geglu_and_bias);
 
 async fn argmax_cases() {
     let ctx = context().await;

@@ -82,6 +82,42 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
                 ..SyntheticSpec::default()
             },
         ),
+        (
+            "qwen2: Q/K/V biases, NeoX RoPE",
+            SyntheticSpec {
+                arch: "qwen2",
+                n_layers: 2,
+                matrix_types: vec![GgmlType::Q8_0],
+                seed: 12,
+                ..SyntheticSpec::default()
+            },
+        ),
+        (
+            "qwen3: per-head Q/K norms",
+            SyntheticSpec {
+                arch: "qwen3",
+                n_layers: 2,
+                n_head: 8,
+                n_head_kv: 2,
+                matrix_types: vec![GgmlType::Q4_1, GgmlType::Q5_0],
+                seed: 13,
+                ..SyntheticSpec::default()
+            },
+        ),
+        (
+            // 6 layers: 0..4 attend over an 8-position window (the prompt crosses it), 5 is global.
+            "gemma3: Q/K and post norms, GeGLU, scaled embedding, sliding windows",
+            SyntheticSpec {
+                arch: "gemma3",
+                n_layers: 6,
+                n_ff: 256,
+                n_head: 4,
+                n_head_kv: 1,
+                matrix_types: vec![GgmlType::Q8_0, GgmlType::Q5_0],
+                seed: 14,
+                ..SyntheticSpec::default()
+            },
+        ),
     ]
 }
 
@@ -160,12 +196,19 @@ async fn gpu_forward_matches_cpu_reference() {
         // GPU-side position/length bookkeeping crosses chunk boundaries), and seeded sampling
         // gives the same ids on every strategy.
         let greedy = SamplingOptions::default().resolve(&[]).expect("greedy");
-        for (strategy, chunk) in [
+        // The fused kernels implement plain llama blocks; other architectures must say so.
+        let fused = gpu.fused_available().is_ok();
+        assert_eq!(fused, spec.arch == "llama", "{name}: fused availability");
+        let strategies = [
             (Strategy::Unfused, 1),
             (Strategy::Fused, 1),
             (Strategy::Fused, 5),
             (Strategy::Fused, 32),
-        ] {
+        ];
+        for (strategy, chunk) in strategies
+            .into_iter()
+            .filter(|(s, _)| fused || *s == Strategy::Unfused)
+        {
             let request = GenerationRequest {
                 prompt: &prompt,
                 max_tokens: 12,
@@ -199,7 +242,12 @@ async fn gpu_forward_matches_cpu_reference() {
         .resolve(&[])
         .expect("sampling options");
         let mut runs = Vec::new();
-        for (strategy, chunk) in [(Strategy::Unfused, 1), (Strategy::Fused, 7)] {
+        let other = if fused {
+            Strategy::Fused
+        } else {
+            Strategy::Unfused
+        };
+        for (strategy, chunk) in [(Strategy::Unfused, 1), (other, 7)] {
             let request = GenerationRequest {
                 prompt: &prompt,
                 max_tokens: 16,

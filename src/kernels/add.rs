@@ -41,8 +41,32 @@ impl Add {
             &self.pipeline,
             "add",
             n,
+            0,
             max_tokens,
             &[state, delta, acc],
+        )
+    }
+
+    /// `acc[t] += bias` for every token: `bias` is `[n]`, `acc` `[max_tokens, n]`.
+    pub fn bind_bias(
+        &self,
+        ctx: &GpuContext,
+        n: u32,
+        state: &wgpu::Buffer,
+        bias: &wgpu::Buffer,
+        acc: &wgpu::Buffer,
+        max_tokens: u32,
+    ) -> Result<AddCall> {
+        check_buffer(ctx, "add bias", bias, u64::from(n))?;
+        check_buffer(ctx, "add acc", acc, u64::from(max_tokens) * u64::from(n))?;
+        ElementwiseCall::new(
+            ctx,
+            &self.pipeline,
+            "add bias",
+            n,
+            1,
+            max_tokens,
+            &[state, bias, acc],
         )
     }
 }

@@ -86,6 +86,25 @@ impl AttentionShape {
     }
 }
 
+/// Which keys a query sees and how its scores are scaled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttentionMask {
+    /// Scores are `q · k * scale`.
+    pub scale: f32,
+    /// Sliding window: a query at position p sees keys at p - window < j <= p.
+    pub window: Option<u32>,
+}
+
+impl AttentionMask {
+    /// Every earlier key, scale `1 / sqrt(head_dim)`.
+    pub fn standard(head_dim: u32) -> Self {
+        Self {
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            window: None,
+        }
+    }
+}
+
 /// Mirrors `Params` in `shaders/attention.wgsl`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -95,7 +114,8 @@ struct AttentionParams {
     head_dim: u32,
     n_ctx: u32,
     scale: f32,
-    _pad: [u32; 3],
+    window: u32,
+    _pad: [u32; 2],
 }
 const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
@@ -147,6 +167,26 @@ impl Attention {
         out: &wgpu::Buffer,
         max_tokens: u32,
     ) -> Result<AttentionCall> {
+        let mask = AttentionMask::standard(shape.head_dim);
+        self.bind_masked(
+            ctx, shape, mask, state, q, k_cache, v_cache, out, max_tokens,
+        )
+    }
+
+    /// [`Attention::bind`] with the model's score scale and sliding window.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_masked(
+        &self,
+        ctx: &GpuContext,
+        shape: &AttentionShape,
+        mask: AttentionMask,
+        state: &wgpu::Buffer,
+        q: &wgpu::Buffer,
+        k_cache: &wgpu::Buffer,
+        v_cache: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        max_tokens: u32,
+    ) -> Result<AttentionCall> {
         shape.validate()?;
         require(max_tokens > 0, "attention: max_tokens must be > 0")?;
         if shape.head_dim > MAX_HEAD_DIM {
@@ -167,8 +207,9 @@ impl Attention {
             n_head_kv: shape.n_head_kv,
             head_dim: shape.head_dim,
             n_ctx: shape.n_ctx,
-            scale: 1.0 / (shape.head_dim as f32).sqrt(),
-            _pad: [0; 3],
+            scale: mask.scale,
+            window: mask.window.unwrap_or(0),
+            _pad: [0; 2],
         };
         let n_head = check_dim(u64::from(shape.n_head), max_groups(ctx))?;
         Ok(AttentionCall {

@@ -15,7 +15,7 @@ struct EmbedParams {
     k: u32,
     n_rows: u32,
     row0: u32,
-    _pad: u32,
+    scale: f32,
 }
 const _: () = assert!(std::mem::size_of::<EmbedParams>() == 16);
 
@@ -65,6 +65,21 @@ impl Embed {
         out: &wgpu::Buffer,
         max_tokens: u32,
     ) -> Result<EmbedCall> {
+        self.bind_scaled(ctx, table, 1.0, state, tokens, out, max_tokens)
+    }
+
+    /// [`Embed::bind`] with every value multiplied by `scale` (gemma's sqrt(n_embd)).
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_scaled(
+        &self,
+        ctx: &GpuContext,
+        table: &GpuWeight,
+        scale: f32,
+        state: &wgpu::Buffer,
+        tokens: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        max_tokens: u32,
+    ) -> Result<EmbedCall> {
         require(
             table.format == self.format,
             "embed: table format differs from the kernel's",
@@ -87,7 +102,7 @@ impl Embed {
                     k: table.k,
                     n_rows: c.rows,
                     row0: c.row0,
-                    _pad: 0,
+                    scale,
                 };
                 self.pipeline
                     .bind(ctx, &params, &[state, tokens, &c.buffer, out])

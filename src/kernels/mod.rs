@@ -55,7 +55,7 @@ pub mod weights;
 
 pub use add::{Add, AddCall};
 pub use argmax::{Argmax, ArgmaxCall};
-pub use attention::{Attention, AttentionCall, AttentionShape, KvFormat};
+pub use attention::{Attention, AttentionCall, AttentionMask, AttentionShape, KvFormat};
 pub use embed::{Embed, EmbedCall};
 pub use fused_layer::{
     FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown, FusedFfnUp, FusedFfnUpCall,

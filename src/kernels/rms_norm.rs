@@ -14,7 +14,7 @@ struct RmsNormParams {
     n: u32,
     eps: f32,
     last_only: u32,
-    _pad: u32,
+    rows_per_token: u32,
 }
 const _: () = assert!(std::mem::size_of::<RmsNormParams>() == 16);
 
@@ -26,6 +26,8 @@ pub enum RmsRows {
     /// Only the step's last token (row `state.n_tokens - 1` of `x`), written to row 0 of
     /// `out`: the final norm before the output head.
     Last,
+    /// `heads` rows of `n` values per token, each normalised by itself (per-head Q/K norms).
+    PerHead(u32),
 }
 
 /// `out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight`, one workgroup per row.
@@ -76,16 +78,25 @@ impl RmsNorm {
             n > 0 && max_tokens > 0,
             "rms_norm: n and max_tokens must be > 0",
         )?;
-        let out_rows = if rows == RmsRows::Last { 1 } else { max_tokens };
+        let per_token = match rows {
+            RmsRows::PerHead(heads) => heads,
+            _ => 1,
+        };
+        require(per_token > 0, "rms_norm: heads must be > 0")?;
+        let out_rows = match rows {
+            RmsRows::Last => 1,
+            _ => u64::from(max_tokens) * u64::from(per_token),
+        };
+        let in_rows = u64::from(max_tokens) * u64::from(per_token);
         check_buffer(ctx, "rms_norm state", state, 4)?;
-        check_buffer(ctx, "rms_norm x", x, u64::from(max_tokens) * u64::from(n))?;
+        check_buffer(ctx, "rms_norm x", x, in_rows * u64::from(n))?;
         check_buffer(ctx, "rms_norm weight", weight, u64::from(n))?;
-        check_buffer(ctx, "rms_norm out", out, u64::from(out_rows) * u64::from(n))?;
+        check_buffer(ctx, "rms_norm out", out, out_rows * u64::from(n))?;
         let params = RmsNormParams {
             n,
             eps,
             last_only: u32::from(rows == RmsRows::Last),
-            _pad: 0,
+            rows_per_token: per_token,
         };
         Ok(RmsNormCall {
             bound: self.pipeline.bind(ctx, &params, &[state, x, weight, out])?,
@@ -101,6 +112,9 @@ impl RmsNormCall {
         check_tokens("rms_norm", n_tokens, self.max_tokens)?;
         let groups = match self.rows {
             RmsRows::All => check_dim(u64::from(n_tokens), self.max_dim)?,
+            RmsRows::PerHead(heads) => {
+                check_dim(u64::from(n_tokens) * u64::from(heads), self.max_dim)?
+            }
             RmsRows::Last => u32::from(n_tokens > 0),
         };
         self.bound.dispatch(pass, [groups, 1, 1]);

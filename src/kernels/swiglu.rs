@@ -1,9 +1,10 @@
-//! The SwiGLU gate of the llama FFN.
+//! The gated activation of the FFN: SwiGLU (llama, qwen) or GeGLU (gemma).
 
 use super::{
     check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot,
 };
 use crate::error::Result;
+use crate::gguf::FfnActivation;
 use crate::gpu::GpuContext;
 use crate::shaders;
 
@@ -12,14 +13,16 @@ use crate::shaders;
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct RowParams {
     pub(crate) n: u32,
-    pub(crate) _pad: [u32; 3],
+    /// swiglu.wgsl: 1 for GELU; add.wgsl: 1 to broadcast one delta row.
+    pub(crate) mode: u32,
+    pub(crate) _pad: [u32; 2],
 }
 const _: () = assert!(std::mem::size_of::<RowParams>() == 16);
 
 /// Invocations per workgroup of the elementwise kernels (swiglu.wgsl, add.wgsl).
 pub(crate) const ELEMENTWISE_WG: u64 = 256;
 
-/// `out = silu(gate) * up` over `[n_tokens, n]`.
+/// `out = act(gate) * up` over `[n_tokens, n]`, act = silu or GELU (tanh approximation).
 #[derive(Debug, Clone)]
 pub struct SwiGlu {
     pipeline: Pipeline,
@@ -51,12 +54,29 @@ impl SwiGlu {
         Ok(Self { pipeline })
     }
 
-    /// * `gate`, `up`, `out`: `[max_tokens, n]` f32.
+    /// SwiGLU: [`SwiGlu::bind_activation`] with silu.
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
         ctx: &GpuContext,
         n: u32,
+        state: &wgpu::Buffer,
+        gate: &wgpu::Buffer,
+        up: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        max_tokens: u32,
+    ) -> Result<SwiGluCall> {
+        let silu = FfnActivation::Silu;
+        self.bind_activation(ctx, n, silu, state, gate, up, out, max_tokens)
+    }
+
+    /// * `gate`, `up`, `out`: `[max_tokens, n]` f32.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_activation(
+        &self,
+        ctx: &GpuContext,
+        n: u32,
+        activation: FfnActivation,
         state: &wgpu::Buffer,
         gate: &wgpu::Buffer,
         up: &wgpu::Buffer,
@@ -72,6 +92,7 @@ impl SwiGlu {
             &self.pipeline,
             "swiglu",
             n,
+            u32::from(activation == FfnActivation::GeluTanh),
             max_tokens,
             &[state, gate, up, out],
         )
@@ -84,6 +105,7 @@ impl ElementwiseCall {
         pipeline: &Pipeline,
         what: &str,
         n: u32,
+        mode: u32,
         max_tokens: u32,
         buffers: &[&wgpu::Buffer],
     ) -> Result<Self> {
@@ -96,7 +118,11 @@ impl ElementwiseCall {
         }
         let len = u64::from(max_tokens) * u64::from(n);
         grid(len.div_ceil(ELEMENTWISE_WG), max_groups(ctx))?;
-        let params = RowParams { n, _pad: [0; 3] };
+        let params = RowParams {
+            n,
+            mode,
+            _pad: [0; 2],
+        };
         Ok(Self {
             bound: pipeline.bind(ctx, &params, buffers)?,
             n,

@@ -13,15 +13,17 @@ pub struct Activations {
     pub state: wgpu::Buffer,
     /// `[n_ctx]` u32: the prompt, then every token argmax chose.
     pub tokens: wgpu::Buffer,
-    pub x: wgpu::Buffer,      // [max_batch, n_embd] residual stream
-    pub xn: wgpu::Buffer,     // [max_batch, n_embd] normalized
-    pub q: wgpu::Buffer,      // [max_batch, n_head * head_dim]
-    pub k: wgpu::Buffer,      // [max_batch, n_head_kv * head_dim]
-    pub v: wgpu::Buffer,      // [max_batch, n_head_kv * head_dim]
-    pub att: wgpu::Buffer,    // [max_batch, n_head * head_dim]
-    pub o: wgpu::Buffer,      // [max_batch, n_embd] attention/FFN output before the residual add
-    pub gate: wgpu::Buffer,   // [max_batch, n_ff]
-    pub up: wgpu::Buffer,     // [max_batch, n_ff]
+    pub x: wgpu::Buffer,  // [max_batch, n_embd] residual stream
+    pub xn: wgpu::Buffer, // [max_batch, n_embd] normalized
+    pub q: wgpu::Buffer,  // [max_batch, n_head * head_dim]
+    pub k: wgpu::Buffer,  // [max_batch, n_head_kv * head_dim]
+    /// K before its per-head norm (models with Q/K norms; Q's goes through `att`).
+    pub k_raw: Option<wgpu::Buffer>, // [max_batch, n_head_kv * head_dim]
+    pub v: wgpu::Buffer,  // [max_batch, n_head_kv * head_dim]
+    pub att: wgpu::Buffer, // [max_batch, n_head * head_dim]
+    pub o: wgpu::Buffer,  // [max_batch, n_embd] attention/FFN output before the residual add
+    pub gate: wgpu::Buffer, // [max_batch, n_ff]
+    pub up: wgpu::Buffer, // [max_batch, n_ff]
     pub hidden: wgpu::Buffer, // [max_batch, n_ff]
     pub x_last: wgpu::Buffer, // [n_embd] final norm of the last token
     pub logits: wgpu::Buffer, // [vocab]
@@ -98,6 +100,11 @@ impl Activations {
             xn: f32s(ctx, "xn", b * embd)?,
             q: f32s(ctx, "q", b * q_dim)?,
             k: f32s(ctx, "k", b * kv_dim)?,
+            k_raw: if c.qk_norm {
+                Some(f32s(ctx, "k_raw", b * kv_dim)?)
+            } else {
+                None
+            },
             v: f32s(ctx, "v", b * kv_dim)?,
             att: f32s(ctx, "att", b * q_dim)?,
             o: f32s(ctx, "o", b * embd)?,

@@ -371,6 +371,42 @@ pub struct Fused {
     pub choice: Choice,
 }
 
+/// The architecture switches the fused kernels implement: plain llama blocks. Models with
+/// others (qwen2 biases, qwen3/gemma3 Q/K norms, gemma3's GELU, post norms, embedding scale and
+/// sliding windows) run with the unfused strategy until the fused kernels learn them.
+pub fn check_fused_supports(config: &ModelConfig) -> Result<()> {
+    let mut missing = Vec::new();
+    if config.qkv_bias || config.attn_output_bias {
+        missing.push("attention biases");
+    }
+    if config.qk_norm {
+        missing.push("Q/K norms");
+    }
+    if config.post_norms {
+        missing.push("post-attention/FFN norms");
+    }
+    if config.ffn_activation != crate::gguf::FfnActivation::Silu {
+        missing.push("GELU gates");
+    }
+    if config.embedding_scale != 1.0 {
+        missing.push("embedding scaling");
+    }
+    if config.sliding_window.is_some() {
+        missing.push("sliding-window attention");
+    }
+    if config.attention_scale != 1.0 / (config.head_dim as f32).sqrt() {
+        missing.push("a model-specific attention scale");
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(crate::FuselmError::UnsupportedModel(format!(
+        "architecture {}: the fused kernels do not implement {} yet (the unfused strategy does)",
+        config.arch,
+        missing.join(", ")
+    )))
+}
+
 impl Fused {
     /// Binds both; a model beyond the fused kernels' limits gets the typed reason (and still
     /// runs with the unfused strategy).
@@ -382,6 +418,7 @@ impl Fused {
         sampler: &SamplerBuffers,
         kv: KvFormat,
     ) -> Result<Self> {
+        check_fused_supports(config)?;
         fused_shape(config, acts.n_ctx).check()?;
         Ok(Self {
             choice: Choice::bind(ctx, config, weights, acts, sampler).await?,

@@ -145,7 +145,7 @@ pub(crate) fn check_fit(
             continue;
         }
         let ty = t.ggml_type()?;
-        if super::gpu_weights::is_norm(&t.name) {
+        if super::gpu_weights::is_vector(&t.name) {
             continue;
         }
         let format = crate::kernels::WeightFormat::from_ggml(ty)?;

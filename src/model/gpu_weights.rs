@@ -2,8 +2,7 @@
 
 use crate::error::{FuselmError, Result};
 use crate::gguf::{
-    dequantize_tensor, layer_tensor, FfnActivation, Gguf, GgufError, ModelConfig, TensorInfo,
-    LAYER_TENSORS,
+    dequantize_tensor, layer_tensor, Gguf, GgufError, ModelConfig, TensorInfo, LAYER_TENSORS,
 };
 use crate::gpu::GpuContext;
 use crate::kernels::GpuWeight;
@@ -20,6 +19,43 @@ pub struct LayerWeights {
     pub w_gate: GpuWeight,
     pub w_up: GpuWeight,
     pub w_down: GpuWeight,
+    /// The architecture's optional tensors (`ModelConfig` says which exist), as f32 vectors.
+    pub extra: LayerExtras,
+}
+
+/// Per-layer vectors only some architectures have.
+#[derive(Default)]
+pub struct LayerExtras {
+    /// Q/K/V biases (qwen2), `[n_q]`, `[n_kv]`, `[n_kv]`.
+    pub bq: Option<wgpu::Buffer>,
+    pub bk: Option<wgpu::Buffer>,
+    pub bv: Option<wgpu::Buffer>,
+    /// Output-projection bias, `[n_embd]`.
+    pub bo: Option<wgpu::Buffer>,
+    /// Per-head Q and K norms (qwen3, gemma3), `[head_dim]`.
+    pub q_norm: Option<wgpu::Buffer>,
+    pub k_norm: Option<wgpu::Buffer>,
+    /// Norms of the attention and FFN outputs (gemma3), `[n_embd]`.
+    pub post_attn_norm: Option<wgpu::Buffer>,
+    pub post_ffn_norm: Option<wgpu::Buffer>,
+}
+
+/// Per-layer tensors beyond [`LAYER_TENSORS`] that `config` has, by suffix.
+pub fn extra_layer_tensors(config: &ModelConfig) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if config.qkv_bias {
+        out.extend(["attn_q.bias", "attn_k.bias", "attn_v.bias"]);
+    }
+    if config.attn_output_bias {
+        out.push("attn_output.bias");
+    }
+    if config.qk_norm {
+        out.extend(["attn_q_norm.weight", "attn_k_norm.weight"]);
+    }
+    if config.post_norms {
+        out.extend(["post_attention_norm.weight", "post_ffw_norm.weight"]);
+    }
+    out
 }
 
 /// Every weight of a llama-family model on the GPU.
@@ -38,9 +74,9 @@ pub enum UploadedTensor {
     Vector(wgpu::Buffer),
 }
 
-/// Whether `name` is a norm weight (uploaded as an f32 vector).
-pub fn is_norm(name: &str) -> bool {
-    name.ends_with("norm.weight")
+/// Whether `name` is a norm weight or a bias (uploaded as an f32 vector).
+pub fn is_vector(name: &str) -> bool {
+    name.ends_with("norm.weight") || name.ends_with(".bias")
 }
 
 /// Whether the forward pass of `config` uses the tensor `name` (others are skipped on load).
@@ -54,13 +90,14 @@ pub fn is_model_tensor(name: &str, config: &ModelConfig) -> bool {
     let Some((layer, role)) = name.strip_prefix("blk.").and_then(|r| r.split_once('.')) else {
         return false;
     };
-    layer.parse::<u32>().is_ok_and(|i| i < config.n_layers) && LAYER_TENSORS.contains(&role)
+    layer.parse::<u32>().is_ok_and(|i| i < config.n_layers)
+        && (LAYER_TENSORS.contains(&role) || extra_layer_tensors(config).contains(&role))
 }
 
 /// Uploads one tensor (`data`: its bytes as in the file).
 pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<UploadedTensor> {
     let name = t.name.as_str();
-    if is_norm(name) {
+    if is_vector(name) {
         let values = dequantize_tensor(t, data)?;
         return Ok(UploadedTensor::Vector(ctx.device.create_buffer_init(
             &wgpu::util::BufferInitDescriptor {
@@ -90,38 +127,18 @@ pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<Up
 }
 
 impl ModelWeights {
-    /// Refuses model features the GPU path does not implement yet.
+    /// Refuses model features the GPU path does not implement yet (the per-operation step
+    /// implements every switch of `ModelConfig` but RoPE frequency factors; what the fused
+    /// kernels lack is `fused_step::check_fused_supports`).
     pub fn check_supported(config: &ModelConfig) -> Result<()> {
-        let mut missing = Vec::new();
-        if config.qkv_bias || config.attn_output_bias {
-            missing.push("attention biases");
-        }
         if config.rope_freqs {
-            missing.push("RoPE frequency factors");
+            return Err(FuselmError::UnsupportedModel(format!(
+                "architecture {}: the GPU kernels do not implement RoPE frequency factors \
+                 (rope_freqs.weight) yet",
+                config.arch
+            )));
         }
-        if config.qk_norm {
-            missing.push("Q/K norms");
-        }
-        if config.post_norms {
-            missing.push("post-attention/FFN norms");
-        }
-        if config.ffn_activation != FfnActivation::Silu {
-            missing.push("GELU gates");
-        }
-        if config.embedding_scale != 1.0 {
-            missing.push("embedding scaling");
-        }
-        if config.sliding_window.is_some() {
-            missing.push("sliding-window attention");
-        }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        Err(FuselmError::UnsupportedModel(format!(
-            "architecture {}: the GPU kernels do not implement {} yet (the CPU reference does)",
-            config.arch,
-            missing.join(", ")
-        )))
+        Ok(())
     }
 
     /// Uploads every weight of `config` from a whole file.
@@ -168,7 +185,22 @@ impl ModelWeights {
                 w_gate,
                 w_up,
                 w_down,
+                extra: LayerExtras::default(),
             });
+            let extra = &mut layers.last_mut().expect("pushed").extra;
+            for suffix in extra_layer_tensors(config) {
+                let v = Some(as_vector(&layer_tensor(i, suffix), &mut get)?);
+                match suffix {
+                    "attn_q.bias" => extra.bq = v,
+                    "attn_k.bias" => extra.bk = v,
+                    "attn_v.bias" => extra.bv = v,
+                    "attn_output.bias" => extra.bo = v,
+                    "attn_q_norm.weight" => extra.q_norm = v,
+                    "attn_k_norm.weight" => extra.k_norm = v,
+                    "post_attention_norm.weight" => extra.post_attn_norm = v,
+                    _ => extra.post_ffn_norm = v,
+                }
+            }
         }
         let tok_embd = as_matrix("token_embd.weight", &mut get)?;
         let output_norm = as_vector("output_norm.weight", &mut get)?;

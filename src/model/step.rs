@@ -1,6 +1,8 @@
 //! One forward step (prefill of a token batch, or one decode token) as bound kernel calls that
 //! record into a caller's compute pass: one dispatch per operation (~15 per layer). Positions
-//! come from the `state` buffer and token ids from the `tokens` buffer. This is the prefill of
+//! come from the `state` buffer and token ids from the `tokens` buffer. Every architecture switch
+//! of `ModelConfig` (biases, Q/K norms, post norms, GELU, sliding windows) is implemented here,
+//! each as its own dispatch where a model has it. This is the prefill of
 //! every strategy (batched matmuls) and the decode step of the `unfused` strategy; the fused
 //! decode step is `fused_step`.
 
@@ -10,9 +12,9 @@ use crate::error::Result;
 use crate::gguf::{ModelConfig, RopeStyle as GgufRope};
 use crate::gpu::GpuContext;
 use crate::kernels::{
-    Add, AddCall, Attention, AttentionCall, AttentionShape, Embed, EmbedCall, GpuWeight, KvFormat,
-    KvStore, KvStoreCall, MatMul, MatMulCall, MatVec, MatVecCall, RmsNorm, RmsNormCall, RmsRows,
-    Rope, RopeCall, RopeStyle, SwiGlu, SwiGluCall, WeightFormat,
+    Add, AddCall, Attention, AttentionCall, AttentionMask, AttentionShape, Embed, EmbedCall,
+    GpuWeight, KvFormat, KvStore, KvStoreCall, MatMul, MatMulCall, MatVec, MatVecCall, RmsNorm,
+    RmsNormCall, RmsRows, Rope, RopeCall, RopeStyle, SwiGlu, SwiGluCall, WeightFormat,
 };
 use std::collections::HashMap;
 
@@ -82,17 +84,36 @@ struct LayerCalls {
     q: Proj,
     k: Proj,
     v: Proj,
+    /// Q/K/V biases (qwen2).
+    qkv_bias: Vec<AddCall>,
+    /// Per-head Q and K norms (qwen3, gemma3).
+    qk_norm: Vec<RmsNormCall>,
     rope: RopeCall,
     kv_store: KvStoreCall,
     attention: AttentionCall,
     o: Proj,
+    o_bias: Option<AddCall>,
+    /// The attention output's norm before the residual add (gemma3).
+    post_attn_norm: Option<RmsNormCall>,
     attn_residual: AddCall,
     ffn_norm: RmsNormCall,
     gate: Proj,
     up: Proj,
     swiglu: SwiGluCall,
     down: Proj,
+    post_ffn_norm: Option<RmsNormCall>,
     ffn_residual: AddCall,
+}
+
+impl LayerCalls {
+    /// Dispatches beyond the 8 fixed ones and the projections (biases, Q/K and post norms).
+    fn extra_dispatches(&self) -> u32 {
+        (self.qkv_bias.len()
+            + self.qk_norm.len()
+            + usize::from(self.o_bias.is_some())
+            + usize::from(self.post_attn_norm.is_some())
+            + usize::from(self.post_ffn_norm.is_some())) as u32
+    }
 }
 
 /// What a step ends with.
@@ -182,16 +203,60 @@ impl Binder<'_> {
             GgufRope::Norm => RopeStyle::Normal,
             GgufRope::NeoX => RopeStyle::Neox,
         };
+        let e = &w.extra;
+        let (window, freq_base) = c.layer_attention(l as u32);
+        let (q_dim, kv_dim) = (c.n_head * c.head_dim, c.n_head_kv * c.head_dim);
+        // With Q/K norms the projections land in scratch buffers (`att` is free until attention
+        // writes it) and the norms write `q` and `k`: a dispatch cannot read and write one buffer.
+        let (q_out, k_out) = match (&e.q_norm, &e.k_norm, &a.k_raw) {
+            (Some(_), Some(_), Some(k_raw)) => (&a.att, k_raw),
+            _ => (&a.q, &a.k),
+        };
+        let mut qkv_bias = Vec::new();
+        for (bias, out, n) in [
+            (&e.bq, q_out, q_dim),
+            (&e.bk, k_out, kv_dim),
+            (&e.bv, &a.v, kv_dim),
+        ] {
+            if let Some(b) = bias {
+                qkv_bias.push(k.add.bind_bias(ctx, n, &a.state, b, out, m)?);
+            }
+        }
+        let mut qk_norm = Vec::new();
+        if let (Some(qn), Some(kn)) = (&e.q_norm, &e.k_norm) {
+            let heads = |n| RmsRows::PerHead(n);
+            qk_norm.push(self.norm(c.head_dim, c.rms_eps, heads(c.n_head), q_out, qn, &a.q)?);
+            qk_norm.push(self.norm(c.head_dim, c.rms_eps, heads(c.n_head_kv), k_out, kn, &a.k)?);
+        }
+        // With a post-attention/FFN norm, the normed output goes through `xn` (free then).
+        let post = |norm: &Option<wgpu::Buffer>| -> Result<Option<RmsNormCall>> {
+            norm.as_ref()
+                .map(|n| self.norm(c.n_embd, c.rms_eps, RmsRows::All, &a.o, n, &a.xn))
+                .transpose()
+        };
+        let (post_attn_norm, post_ffn_norm) = (post(&e.post_attn_norm)?, post(&e.post_ffn_norm)?);
+        let attn_delta = if post_attn_norm.is_some() {
+            &a.xn
+        } else {
+            &a.o
+        };
+        let ffn_delta = if post_ffn_norm.is_some() { &a.xn } else { &a.o };
+        let mask = AttentionMask {
+            scale: c.attention_scale,
+            window,
+        };
         Ok(LayerCalls {
             attn_norm: self.norm(c.n_embd, c.rms_eps, RmsRows::All, &a.x, &w.attn_norm, &a.xn)?,
-            q: self.proj(&w.wq, &a.xn, &a.q)?,
-            k: self.proj(&w.wk, &a.xn, &a.k)?,
+            q: self.proj(&w.wq, &a.xn, q_out)?,
+            k: self.proj(&w.wk, &a.xn, k_out)?,
             v: self.proj(&w.wv, &a.xn, &a.v)?,
+            qkv_bias,
+            qk_norm,
             rope: k.rope.bind(
                 ctx,
                 shape,
                 c.rope_dims,
-                c.rope_freq_base,
+                freq_base,
                 style,
                 &a.state,
                 &a.q,
@@ -208,9 +273,10 @@ impl Binder<'_> {
                 &a.v_cache[l],
                 m,
             )?,
-            attention: k.attention.bind(
+            attention: k.attention.bind_masked(
                 ctx,
                 shape,
+                mask,
                 &a.state,
                 &a.q,
                 &a.k_cache[l],
@@ -219,15 +285,29 @@ impl Binder<'_> {
                 m,
             )?,
             o: self.proj(&w.wo, &a.att, &a.o)?,
-            attn_residual: k.add.bind(ctx, c.n_embd, &a.state, &a.o, &a.x, m)?,
+            o_bias: e
+                .bo
+                .as_ref()
+                .map(|b| k.add.bind_bias(ctx, c.n_embd, &a.state, b, &a.o, m))
+                .transpose()?,
+            post_attn_norm,
+            attn_residual: k.add.bind(ctx, c.n_embd, &a.state, attn_delta, &a.x, m)?,
             ffn_norm: self.norm(c.n_embd, c.rms_eps, RmsRows::All, &a.x, &w.ffn_norm, &a.xn)?,
             gate: self.proj(&w.w_gate, &a.xn, &a.gate)?,
             up: self.proj(&w.w_up, &a.xn, &a.up)?,
-            swiglu: k
-                .swiglu
-                .bind(ctx, c.n_ff, &a.state, &a.gate, &a.up, &a.hidden, m)?,
+            swiglu: k.swiglu.bind_activation(
+                ctx,
+                c.n_ff,
+                c.ffn_activation,
+                &a.state,
+                &a.gate,
+                &a.up,
+                &a.hidden,
+                m,
+            )?,
             down: self.proj(&w.w_down, &a.hidden, &a.o)?,
-            ffn_residual: k.add.bind(ctx, c.n_embd, &a.state, &a.o, &a.x, m)?,
+            post_ffn_norm,
+            ffn_residual: k.add.bind(ctx, c.n_embd, &a.state, ffn_delta, &a.x, m)?,
         })
     }
 }
@@ -303,21 +383,23 @@ impl Step {
                 }
             };
         let chunks = |w: &GpuWeight| w.chunks().len() as u32;
-        let per_layer: u32 = weights
-            .layers
+        let per_layer: u32 = layers
             .iter()
-            .map(|l| {
-                8 + [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
-                    .into_iter()
-                    .map(chunks)
-                    .sum::<u32>()
+            .zip(&weights.layers)
+            .map(|(calls, l)| {
+                8 + calls.extra_dispatches()
+                    + [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
+                        .into_iter()
+                        .map(chunks)
+                        .sum::<u32>()
             })
             .sum();
         Ok(Self {
             dispatches: chunks(&weights.tok_embd) + per_layer + 1 + chunks(weights.head()),
-            embed: kernels.embed.bind(
+            embed: kernels.embed.bind_scaled(
                 ctx,
                 &weights.tok_embd,
+                config.embedding_scale,
                 &acts.state,
                 &acts.tokens,
                 &acts.x,
@@ -341,16 +423,31 @@ impl Step {
             l.q.record(pass, n_tokens)?;
             l.k.record(pass, n_tokens)?;
             l.v.record(pass, n_tokens)?;
+            for call in l.qkv_bias.iter() {
+                call.record(pass, n_tokens)?;
+            }
+            for call in l.qk_norm.iter() {
+                call.record(pass, n_tokens)?;
+            }
             l.rope.record(pass, n_tokens)?;
             l.kv_store.record(pass, n_tokens)?;
             l.attention.record(pass, n_tokens)?;
             l.o.record(pass, n_tokens)?;
+            if let Some(call) = &l.o_bias {
+                call.record(pass, n_tokens)?;
+            }
+            if let Some(call) = &l.post_attn_norm {
+                call.record(pass, n_tokens)?;
+            }
             l.attn_residual.record(pass, n_tokens)?;
             l.ffn_norm.record(pass, n_tokens)?;
             l.gate.record(pass, n_tokens)?;
             l.up.record(pass, n_tokens)?;
             l.swiglu.record(pass, n_tokens)?;
             l.down.record(pass, n_tokens)?;
+            if let Some(call) = &l.post_ffn_norm {
+                call.record(pass, n_tokens)?;
+            }
             l.ffn_residual.record(pass, n_tokens)?;
         }
         Ok(())

@@ -1,5 +1,7 @@
-//! A tiny Llama-architecture GGUF with random weights, written in memory: what tests (native,
-//! browser, example site) load when they need a real model file without downloading one.
+//! A tiny GGUF with random weights, written in memory: what tests (native, browser, example
+//! site) load when they need a real model file without downloading one. Llama by default; the
+//! qwen2, qwen3 and gemma3 variants add their tensors (biases, Q/K norms, post norms) and keys
+//! (gemma3: a sliding window of [`SYNTHETIC_WINDOW`] positions, so short prompts cross it).
 //!
 //! The vocabulary is GPT-2 byte-level: one token per byte (in GPT-2's byte→unicode spelling),
 //! then `<|im_start|>` and `<|im_end|>` (control; the latter is EOS), and a ChatML template, so the
@@ -13,6 +15,8 @@ use crate::tokenizer::byte_level_alphabet;
 /// Shape and formats of a synthetic model.
 #[derive(Debug, Clone)]
 pub struct SyntheticSpec {
+    /// `general.architecture`: "llama", "qwen2", "qwen3" or "gemma3".
+    pub arch: &'static str,
     pub n_layers: u32,
     pub n_embd: u64,
     pub n_ff: u64,
@@ -30,6 +34,7 @@ pub struct SyntheticSpec {
 impl Default for SyntheticSpec {
     fn default() -> Self {
         Self {
+            arch: "llama",
             n_layers: 3,
             n_embd: 128,
             n_ff: 352,
@@ -43,6 +48,9 @@ impl Default for SyntheticSpec {
         }
     }
 }
+
+/// The sliding window of synthetic gemma3 models (local layers see the last 8 positions).
+pub const SYNTHETIC_WINDOW: u32 = 8;
 
 /// Vocabulary size of every synthetic model: 256 bytes + 2 control tokens.
 pub const SYNTHETIC_VOCAB: u64 = 258;
@@ -89,17 +97,29 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     let head_dim = e / spec.n_head;
     let kv = spec.n_head_kv * head_dim;
     let mut w = GgufWriter::new();
-    w.add_str("general.architecture", "llama");
-    w.add_str("general.name", "fuselm synthetic llama");
-    w.add_u32("llama.block_count", spec.n_layers);
-    w.add_u32("llama.context_length", spec.context_length);
-    w.add_u32("llama.embedding_length", e as u32);
-    w.add_u32("llama.feed_forward_length", f as u32);
-    w.add_u32("llama.attention.head_count", spec.n_head as u32);
-    w.add_u32("llama.attention.head_count_kv", spec.n_head_kv as u32);
-    w.add_u32("llama.rope.dimension_count", head_dim as u32);
-    w.add_f32("llama.rope.freq_base", 10000.0);
-    w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5);
+    let arch = spec.arch;
+    let key = |s: &str| format!("{arch}.{s}");
+    w.add_str("general.architecture", arch);
+    w.add_str("general.name", &format!("fuselm synthetic {arch}"));
+    w.add_u32(&key("block_count"), spec.n_layers);
+    w.add_u32(&key("context_length"), spec.context_length);
+    w.add_u32(&key("embedding_length"), e as u32);
+    w.add_u32(&key("feed_forward_length"), f as u32);
+    w.add_u32(&key("attention.head_count"), spec.n_head as u32);
+    w.add_u32(&key("attention.head_count_kv"), spec.n_head_kv as u32);
+    w.add_u32(&key("rope.dimension_count"), head_dim as u32);
+    // gemma3's global layers rotate with a base of their own (its local ones with 10000).
+    let freq_base = if arch == "gemma3" {
+        1_000_000.0
+    } else {
+        10_000.0
+    };
+    w.add_f32(&key("rope.freq_base"), freq_base);
+    w.add_f32(&key("attention.layer_norm_rms_epsilon"), 1e-5);
+    if arch == "gemma3" {
+        w.add_u32(&key("attention.key_length"), head_dim as u32);
+        w.add_u32(&key("attention.sliding_window"), SYNTHETIC_WINDOW);
+    }
     let mut tokens = byte_level_alphabet();
     tokens.push("<|im_start|>".into());
     tokens.push("<|im_end|>".into());
@@ -127,27 +147,53 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     );
     // Weights scaled so activations stay O(1) through the layers (std ≈ 1/sqrt(fan_in)).
     let scale = |fan_in: u64| (3.0 / fan_in as f32).sqrt();
-    let mut matrix = |w: &mut GgufWriter, name: &str, ty: GgmlType, k: u64, n: u64| {
+    let matrix = |rng: &mut Rng, w: &mut GgufWriter, name: &str, ty: GgmlType, k: u64, n: u64| {
         let values = rng.values(k * n, scale(k));
         w.add_tensor(name, &[k, n], ty, encode(ty, &values));
     };
-    matrix(&mut w, "token_embd.weight", spec.embedding_type, e, v);
+    matrix(
+        &mut rng,
+        &mut w,
+        "token_embd.weight",
+        spec.embedding_type,
+        e,
+        v,
+    );
     for i in 0..spec.n_layers {
         let ty = spec.matrix_types[i as usize % spec.matrix_types.len().max(1)];
         let name = |s: &str| format!("blk.{i}.{s}");
         w.add_tensor_f32(&name("attn_norm.weight"), &[e], &vec![1.0; e as usize]);
-        matrix(&mut w, &name("attn_q.weight"), ty, e, e);
-        matrix(&mut w, &name("attn_k.weight"), ty, e, kv);
-        matrix(&mut w, &name("attn_v.weight"), ty, e, kv);
-        matrix(&mut w, &name("attn_output.weight"), ty, e, e);
+        matrix(&mut rng, &mut w, &name("attn_q.weight"), ty, e, e);
+        matrix(&mut rng, &mut w, &name("attn_k.weight"), ty, e, kv);
+        matrix(&mut rng, &mut w, &name("attn_v.weight"), ty, e, kv);
+        matrix(&mut rng, &mut w, &name("attn_output.weight"), ty, e, e);
+        // The architectures' extra vectors, random so that a kernel ignoring one shows.
+        let vector =
+            |rng: &mut Rng, w: &mut GgufWriter, s: &str, n: u64, base: f32, spread: f32| {
+                let values: Vec<f32> = rng.values(n, spread).iter().map(|v| base + v).collect();
+                w.add_tensor_f32(&name(s), &[n], &values);
+            };
+        if arch == "qwen2" {
+            vector(&mut rng, &mut w, "attn_q.bias", e, 0.0, 0.5);
+            vector(&mut rng, &mut w, "attn_k.bias", kv, 0.0, 0.5);
+            vector(&mut rng, &mut w, "attn_v.bias", kv, 0.0, 0.5);
+        }
+        if arch == "qwen3" || arch == "gemma3" {
+            vector(&mut rng, &mut w, "attn_q_norm.weight", head_dim, 1.0, 0.5);
+            vector(&mut rng, &mut w, "attn_k_norm.weight", head_dim, 1.0, 0.5);
+        }
+        if arch == "gemma3" {
+            vector(&mut rng, &mut w, "post_attention_norm.weight", e, 1.0, 0.5);
+            vector(&mut rng, &mut w, "post_ffw_norm.weight", e, 1.0, 0.5);
+        }
         w.add_tensor_f32(&name("ffn_norm.weight"), &[e], &vec![1.0; e as usize]);
-        matrix(&mut w, &name("ffn_gate.weight"), ty, e, f);
-        matrix(&mut w, &name("ffn_up.weight"), ty, e, f);
-        matrix(&mut w, &name("ffn_down.weight"), ty, f, e);
+        matrix(&mut rng, &mut w, &name("ffn_gate.weight"), ty, e, f);
+        matrix(&mut rng, &mut w, &name("ffn_up.weight"), ty, e, f);
+        matrix(&mut rng, &mut w, &name("ffn_down.weight"), ty, f, e);
     }
     w.add_tensor_f32("output_norm.weight", &[e], &vec![1.0; e as usize]);
     if !spec.tied {
-        matrix(&mut w, "output.weight", spec.embedding_type, e, v);
+        matrix(&mut rng, &mut w, "output.weight", spec.embedding_type, e, v);
     }
     w.to_bytes()
 }

@@ -87,6 +87,17 @@ pub struct GenerateResult {
     pub timings: GenerateTimings,
 }
 
+/// Gemma 3's chat template (Google's `tokenizer_config.json`, text parts only), used for gemma3
+/// files that carry none: a system message is prefixed to the first user turn.
+const GEMMA_TEMPLATE: &str = "{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}\
+{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}{%- set loop_messages = messages[1:] -%}\
+{%- else -%}{%- set first_user_prefix = '' -%}{%- set loop_messages = messages -%}{%- endif -%}\
+{%- for message in loop_messages -%}{%- if message['role'] == 'assistant' -%}{%- set role = 'model' -%}\
+{%- else -%}{%- set role = message['role'] -%}{%- endif -%}\
+{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}\
+{{ message['content'] | trim }}{{ '<end_of_turn>\n' }}{%- endfor -%}\
+{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}";
+
 /// What to generate from: plain text or a conversation rendered with the chat template.
 #[derive(Debug, Clone, Copy)]
 pub enum Prompt<'a> {
@@ -121,7 +132,16 @@ impl TextModel {
     /// The tokenizer and chat template of a GGUF header.
     pub(crate) fn text_parts(gguf: &Gguf) -> Result<(Tokenizer, Option<ChatTemplate>)> {
         let tokenizer = tokenizer_from_gguf(gguf)?;
-        let template = chat_template_from(&tokenizer)?;
+        let mut template = chat_template_from(&tokenizer)?;
+        let arch = gguf.metadata().get_str("general.architecture").ok();
+        if template.is_none() && arch == Some("gemma3") {
+            // Base-model GGUFs carry no template; Gemma's turn format is the model family's.
+            template = Some(ChatTemplate::new(
+                GEMMA_TEMPLATE,
+                tokenizer.bos_text(),
+                tokenizer.eos_text(),
+            )?);
+        }
         Ok((tokenizer, template))
     }
 
@@ -183,7 +203,11 @@ impl TextModel {
             ));
         }
         let text = template.render(messages, true)?;
-        Ok(self.tokenizer.encode(&text, true, true))
+        // A template that writes BOS itself (Gemma's `{{ bos_token }}`) gets no second one, as
+        // Hugging Face's apply_chat_template (llama.cpp would add it again, and warns).
+        let bos = self.tokenizer.bos_text();
+        let add_bos = bos.is_empty() || !text.starts_with(bos);
+        Ok(self.tokenizer.encode(&text, add_bos, true))
     }
 
     /// The end-of-generation ids the sampler stops at (at most [`MAX_STOP_IDS`]).

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Gemma 3 270M Q4_K_M on the lent GPU, one lease: `fuselm bench` (native, every strategy the model
+# supports: unfused), its GPU path against the exact reference on all ten prompts
+# (tests/gemma3_reference.rs with FUSELM_EXACT_ALL=1). (The Dawn path's bench, bench/dawn-bench.mjs,
+# is written for models the fused strategy runs.)
+# Build here: target/release/fuselm and `cargo test --release --no-run --test gemma3_reference`,
+# xz-compressed into .bench-carry/gemma-bin as fuselm.xz and gemma3_reference.xz.
+# The model travels in five calls (bench/exact-reference-gpu.sh: PART=0..3, then this script
+# with .bench-carry/gemma/gemma.part04, .bench-carry/gemma-bin and .gl).
+set -euo pipefail
+D=/root/fuselm-gemma
+mkdir -p $D
+if [ -n "${PART:-}" ]; then
+  cp .bench-carry/gemma/gemma.part0$PART $D/
+  exit 0
+fi
+cp .bench-carry/gemma/gemma.part04 $D/
+M=$D/gemma-3-270m-q4_k_m.gguf
+[ -f $M ] || cat $D/gemma.part0{0,1,2,3,4} > $M
+echo "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818  $M" | sha256sum --check
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+mkdir -p /root/bin
+for x in .bench-carry/gemma-bin/*.xz; do n=$(basename "$x" .xz); xz -dc "$x" > /root/bin/$n; chmod +x /root/bin/$n; done
+/root/bin/fuselm bench --model $M --runs "${RUNS:-5}" --out "$OUT/bench-gemma-native.json" | head -40
+mkdir -p models && ln -sf $M models/gemma-3-270m-q4_k_m.gguf
+[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+FUSELM_EXACT_ALL=1 /root/bin/gemma3_reference --nocapture gemma3_on_the_gpu > "$OUT/gemma-exact-gpu.log" 2>&1 \
+  && echo "exact reference (GPU, all prompts): passed" || { echo "exact reference: FAILED"; tail -30 "$OUT/gemma-exact-gpu.log"; }
+grep -E "greedy|test result" "$OUT/gemma-exact-gpu.log" | tail -12
