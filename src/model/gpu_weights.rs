@@ -40,6 +40,26 @@ pub struct LayerExtras {
     pub post_ffn_norm: Option<wgpu::Buffer>,
 }
 
+impl LayerExtras {
+    /// Bytes of the vectors present.
+    pub fn bytes(&self) -> u64 {
+        [
+            &self.bq,
+            &self.bk,
+            &self.bv,
+            &self.bo,
+            &self.q_norm,
+            &self.k_norm,
+            &self.post_attn_norm,
+            &self.post_ffn_norm,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|b| b.size())
+        .sum()
+    }
+}
+
 /// Per-layer tensors beyond [`LAYER_TENSORS`] that `config` has, by suffix.
 pub fn extra_layer_tensors(config: &ModelConfig) -> Vec<&'static str> {
     let mut out = Vec::new();
@@ -245,6 +265,7 @@ impl ModelWeights {
                     .sum::<u64>()
                     + l.attn_norm.size()
                     + l.ffn_norm.size()
+                    + l.extra.bytes()
             })
             .sum();
         layers
