@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the exact reference of Gemma 3 270M Q4_K_M (tests/fixtures/gemma3/) on the lent GPU machine with
+# Makes the exact reference of Gemma 3 270M Q4_K_M (tests/fixtures/exact/gemma3/) on the lent GPU machine with
 # scripts/exact-reference.py. The model (253 MB) travels in five calls made while the machine is warm:
 #   split -b 50622605 -d -a 2 models/gemma-3-270m-q4_k_m.gguf .bench-carry/gemma/gemma.part
 #   PART=0..3: carry .bench-carry/gemma/gemma.part0$PART; the call copies it and stops.
@@ -20,4 +20,4 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .bench-carry/g
 export PYTHONPATH=/tmp/site
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c "import transformers, torch; print('transformers', transformers.__version__, 'torch', torch.__version__)"
-python3 scripts/exact-reference.py $M tests/fixtures/gemma3/spec.json "$OUT/gemma3"
+python3 scripts/exact-reference.py $M tests/fixtures/exact/gemma3/spec.json "$OUT/gemma3"

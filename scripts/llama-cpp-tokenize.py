@@ -42,7 +42,7 @@ texts += [
     "a" * 40 + " " + "ab" * 20,
     "http://example.com/path?query=1&b=2#frag",
 ]
-texts += [json.loads(l)["prompt"] for l in open(os.path.join(ROOT, "tests/fixtures/gemma3/exact_greedy.jsonl"))]
+texts += [json.loads(l)["prompt"] for l in open(os.path.join(ROOT, "tests/fixtures/exact/gemma3/exact_greedy.jsonl"))]
 llm = Llama(model_path=model, vocab_only=True, verbose=False)
 with open(out, "w") as f:
     for t in texts:

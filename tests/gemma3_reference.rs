@@ -1,6 +1,6 @@
 //! Gemma 3 270M Q4_K_M (`scripts/fetch-model gemma3`) against its float64 exact reference,
-//! `tests/fixtures/gemma3/exact_greedy.jsonl` (made by `scripts/exact-reference.py` on the GPU
-//! machine: `bench/exact-reference-gpu.sh`; see `tests/fixtures/gemma3/README.md`).
+//! `tests/fixtures/exact/gemma3/exact_greedy.jsonl` (made by `scripts/exact-reference.py` on the GPU
+//! machine: `bench/exact-reference-gpu.sh`; see `tests/fixtures/exact/gemma3/README.md`).
 //!
 //! What runs today: the model description (gemma3 switches read from the metadata), the
 //! tokenizer on the reference's prompts, and the CPU reference forward pass under the exact
@@ -43,7 +43,7 @@ fn ids(v: &Value) -> Vec<u32> {
 }
 
 fn cases() -> Vec<Case> {
-    include_str!("fixtures/gemma3/exact_greedy.jsonl")
+    include_str!("fixtures/exact/gemma3/exact_greedy.jsonl")
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
