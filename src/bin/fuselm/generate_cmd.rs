@@ -31,9 +31,11 @@ pub struct GenerateArgs {
     /// Keep the KV cache in f16 (needs the adapter's shader-f16).
     #[arg(long)]
     kv_f16: bool,
-    /// fused (default) or unfused (the one-dispatch-per-operation baseline).
-    #[arg(long, default_value = "fused")]
-    strategy: String,
+    /// fused or unfused (the one-dispatch-per-operation baseline). Default: the model's choice,
+    /// printed to stderr (fused, unless the adapter is a software one or the fused kernels do
+    /// not implement the model's architecture yet).
+    #[arg(long)]
+    strategy: Option<String>,
     /// Fused: decode steps per compute pass (tokens stream at these boundaries).
     #[arg(long)]
     chunk_tokens: Option<u32>,
@@ -81,11 +83,19 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     let mut model = TextModel::load(ctx, &bytes, &load).await?;
     let load_seconds = load_start.elapsed().as_secs_f64();
     drop(bytes);
+    let strategy = match &args.strategy {
+        Some(s) => Strategy::parse(s)?,
+        None => {
+            let (s, why) = model.gpu().default_strategy();
+            eprintln!("[strategy {why}]");
+            s
+        }
+    };
     let options = GenerateOptions {
         max_tokens: Some(args.max_tokens),
         chat: Some(args.chat),
         system: args.system,
-        strategy: Some(Strategy::parse(&args.strategy)?),
+        strategy: Some(strategy),
         chunk_tokens: args.chunk_tokens,
         stop: Some(args.stop),
         reuse_prefix: None,
@@ -119,7 +129,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             "generatedIds": result.tokens,
             "text": result.text,
             "stopReason": result.stop_reason,
-            "strategy": args.strategy,
+            "strategy": strategy.name(),
             "timings": { "loadSeconds": load_seconds, "generate": result.timings },
         });
         out!("{}", serde_json::to_string_pretty(&out)?);
