@@ -411,3 +411,26 @@ gpu_test!(
     unsupported_quant_refused,
     unsupported_quant_is_refused_at_the_header
 );
+
+/// RoPE context scaling (Gemma 3 4B+ declare linear ×8 for their global layers) is not
+/// implemented on the GPU: such a model is refused with "invalid-model" naming the key, rather
+/// than run with wrong rotations.
+async fn rope_scaling_is_refused() {
+    let spec = SyntheticSpec {
+        arch: "gemma3",
+        rope_scaling_linear: Some(8.0),
+        ..SyntheticSpec::default()
+    };
+    let bytes = synthetic_llama(&spec);
+    let ctx = GpuContext::new().await.expect("gpu");
+    let err = TextModel::load(ctx, &bytes, &LoadOptions::default())
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(err.kind(), ErrorKind::InvalidModel, "{err}");
+    assert!(
+        err.to_string().contains("gemma3.rope.scaling.type linear"),
+        "{err}"
+    );
+}
+gpu_test!(rope_scaling_refused, rope_scaling_is_refused);

@@ -91,6 +91,8 @@ impl Numerics {
 
 /// llama.cpp's CPU flash attention with an f16 KV cache (`ggml_compute_forward_flash_attn_ext_f16`):
 /// Q·K in f32 over f16-rounded operands, online softmax, and the V accumulator kept in f16.
+/// Plain causal attention with scale 1 / sqrt(head_dim): for comparing llama models with
+/// llama.cpp's outputs (no sliding windows, no model-specific scale).
 #[allow(clippy::too_many_arguments)]
 fn attention_llama_cpp(
     q: &[f32],

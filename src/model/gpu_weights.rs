@@ -148,14 +148,23 @@ pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<Up
 
 impl ModelWeights {
     /// Refuses model features the GPU path does not implement yet (the per-operation step
-    /// implements every switch of `ModelConfig` but RoPE frequency factors; what the fused
-    /// kernels lack is `fused_step::check_fused_supports`).
+    /// implements every switch of `ModelConfig` but RoPE frequency factors and RoPE context
+    /// scaling; what the fused kernels lack is `fused_step::check_fused_supports`). Refusing
+    /// beats rotating wrongly: Gemma 3 4B and larger declare linear scaling for their global
+    /// layers, and running them without it would give fluent-looking wrong output.
     pub fn check_supported(config: &ModelConfig) -> Result<()> {
         if config.rope_freqs {
             return Err(FuselmError::UnsupportedModel(format!(
                 "architecture {}: the GPU kernels do not implement RoPE frequency factors \
                  (rope_freqs.weight) yet",
                 config.arch
+            )));
+        }
+        if let Some(s) = &config.rope_scaling {
+            return Err(FuselmError::UnsupportedModel(format!(
+                "architecture {}: the GPU kernels do not implement RoPE context scaling yet \
+                 ({}.rope.scaling.type {}, factor {})",
+                config.arch, config.arch, s.kind, s.factor
             )));
         }
         Ok(())

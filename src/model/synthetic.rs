@@ -29,6 +29,8 @@ pub struct SyntheticSpec {
     pub embedding_type: GgmlType,
     pub tied: bool,
     pub seed: u64,
+    /// `{arch}.rope.scaling.type` "linear" with this factor (as Gemma 3 4B+ declare).
+    pub rope_scaling_linear: Option<f32>,
 }
 
 impl Default for SyntheticSpec {
@@ -45,6 +47,7 @@ impl Default for SyntheticSpec {
             embedding_type: GgmlType::Q8_0,
             tied: true,
             seed: 7,
+            rope_scaling_linear: None,
         }
     }
 }
@@ -116,6 +119,10 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     };
     w.add_f32(&key("rope.freq_base"), freq_base);
     w.add_f32(&key("attention.layer_norm_rms_epsilon"), 1e-5);
+    if let Some(factor) = spec.rope_scaling_linear {
+        w.add_str(&key("rope.scaling.type"), "linear");
+        w.add_f32(&key("rope.scaling.factor"), factor);
+    }
     if arch == "gemma3" {
         w.add_u32(&key("attention.key_length"), head_dim as u32);
         w.add_u32(&key("attention.sliding_window"), SYNTHETIC_WINDOW);
