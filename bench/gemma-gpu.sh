@@ -5,19 +5,9 @@
 # is written for models the fused strategy runs.)
 # Build here: target/release/fuselm and `cargo test --release --no-run --test gemma3_reference`,
 # xz-compressed into .bench-carry/gemma-bin as fuselm.xz and gemma3_reference.xz.
-# The model travels in five calls (bench/exact-reference-gpu.sh: PART=0..3, then this script
-# with .bench-carry/gemma/gemma.part04, .bench-carry/gemma-bin and .gl).
-set -euo pipefail
-D=/root/fuselm-gemma
-mkdir -p $D
-if [ -n "${PART:-}" ]; then
-  cp .bench-carry/gemma/gemma.part0$PART $D/
-  exit 0
-fi
-cp .bench-carry/gemma/gemma.part04 $D/
-M=$D/gemma-3-270m-q4_k_m.gguf
-[ -f $M ] || cat $D/gemma.part0{0,1,2,3,4} > $M
-echo "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818  $M" | sha256sum --check
+# The model travels in five calls (bench/gemma-model.sh: PART=0..3, then this script with
+# .bench-carry/gemma/gemma.part04, .bench-carry/gemma-bin and .gl).
+source bench/gemma-model.sh
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json

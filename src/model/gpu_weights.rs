@@ -204,19 +204,7 @@ impl ModelWeights {
                 m("ffn_up.weight")?,
                 m("ffn_down.weight")?,
             );
-            layers.push(LayerWeights {
-                attn_norm: as_vector(&layer_tensor(i, "attn_norm.weight"), &mut get)?,
-                wq,
-                wk,
-                wv,
-                wo,
-                ffn_norm: as_vector(&layer_tensor(i, "ffn_norm.weight"), &mut get)?,
-                w_gate,
-                w_up,
-                w_down,
-                extra: LayerExtras::default(),
-            });
-            let extra = &mut layers.last_mut().expect("pushed").extra;
+            let mut extra = LayerExtras::default();
             for suffix in extra_layer_tensors(config) {
                 let v = Some(as_vector(&layer_tensor(i, suffix), &mut get)?);
                 match suffix {
@@ -227,9 +215,22 @@ impl ModelWeights {
                     "attn_q_norm.weight" => extra.q_norm = v,
                     "attn_k_norm.weight" => extra.k_norm = v,
                     "post_attention_norm.weight" => extra.post_attn_norm = v,
-                    _ => extra.post_ffn_norm = v,
+                    "post_ffw_norm.weight" => extra.post_ffn_norm = v,
+                    other => return Err(not_a(other, "known per-layer vector")),
                 }
             }
+            layers.push(LayerWeights {
+                attn_norm: as_vector(&layer_tensor(i, "attn_norm.weight"), &mut get)?,
+                wq,
+                wk,
+                wv,
+                wo,
+                ffn_norm: as_vector(&layer_tensor(i, "ffn_norm.weight"), &mut get)?,
+                w_gate,
+                w_up,
+                w_down,
+                extra,
+            });
         }
         let tok_embd = as_matrix("token_embd.weight", &mut get)?;
         let output_norm = as_vector("output_norm.weight", &mut get)?;
