@@ -11,6 +11,9 @@
 //! to f32 (1.1 GB).
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
+use common::exact::{greedy_cases, ids, GreedyCase};
 use fuselm::error::ErrorKind;
 use fuselm::gguf::{FfnActivation, Gguf, ModelConfig, RopeStyle};
 use fuselm::model::{
@@ -26,47 +29,8 @@ const TOP5_TOLERANCE: f64 = 1e-3;
 /// Prompts the CPU reference runs (short ones: the 262,144-row head costs ~0.2 s a token).
 const CPU_PROMPTS: [usize; 2] = [0, 2];
 
-struct Case {
-    prompt: String,
-    prompt_ids: Vec<u32>,
-    greedy_ids: Vec<u32>,
-    margins: Vec<f64>,
-    top5_first: Vec<(u32, f64)>,
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u32)
-        .collect()
-}
-
-fn cases() -> Vec<Case> {
-    include_str!("fixtures/exact/gemma3/exact_greedy.jsonl")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            Case {
-                prompt: v["prompt"].as_str().unwrap().to_string(),
-                prompt_ids: ids(&v["prompt_ids"]),
-                greedy_ids: ids(&v["greedy_ids"]),
-                margins: v["top2_margin"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|m| m.as_f64().unwrap())
-                    .collect(),
-                top5_first: v["top5_first_steps"][0]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|p| (p[0].as_u64().unwrap() as u32, p[1].as_f64().unwrap()))
-                    .collect(),
-            }
-        })
-        .collect()
+fn cases() -> Vec<GreedyCase> {
+    greedy_cases(include_str!("fixtures/exact/gemma3/exact_greedy.jsonl"))
 }
 
 fn model() -> (std::path::PathBuf, Vec<u8>) {
@@ -129,7 +93,7 @@ fn gemma3_config_tokenizer_and_cpu_reference_meet_the_exact_reference() {
         let n_prompt = case.prompt_ids.len();
         let first = &logits[(n_prompt - 1) * vocab..n_prompt * vocab];
         let mut worst = 0f64;
-        for &(id, want) in &case.top5_first {
+        for &(id, want) in &case.top5[0] {
             worst = worst.max((f64::from(first[id as usize]) - want).abs());
         }
         assert!(
@@ -152,11 +116,7 @@ fn gemma3_config_tokenizer_and_cpu_reference_meet_the_exact_reference() {
             forced += 1;
         }
         // Greedy through the KV cache up to the first small margin.
-        let n_rule = case
-            .margins
-            .iter()
-            .position(|&m| m < MARGIN)
-            .unwrap_or(case.margins.len());
+        let n_rule = case.first_below(MARGIN);
         cpu.reset();
         let got = cpu.greedy(&case.prompt_ids, n_rule).expect("greedy");
         assert_eq!(
@@ -222,11 +182,7 @@ fn gemma3_on_the_gpu_meets_the_exact_reference_unfused() {
         };
         for &i in prompts {
             let case = &cases[i];
-            let n_rule = case
-                .margins
-                .iter()
-                .position(|&m| m < MARGIN)
-                .unwrap_or(case.margins.len());
+            let n_rule = case.first_below(MARGIN);
             let request = GenerationRequest {
                 prompt: &case.prompt_ids,
                 max_tokens: n_rule as u32,

@@ -22,11 +22,11 @@
 
 mod common;
 
+use common::exact::{greedy_cases, GreedyCase};
 use fuselm::gguf::Gguf;
 use fuselm::gpu::GpuContext;
 use fuselm::model::{GenerationRequest, GpuModel, LoadOptions, StopReason, Strategy};
 use fuselm::sampling::SamplingOptions;
-use serde_json::Value;
 
 const MARGIN: f64 = 0.01;
 const TOP5_TOLERANCE: f64 = 2e-3;
@@ -35,62 +35,9 @@ const MAX_TOKENS: usize = 64;
 /// Prompts (indices into the fixture) every strategy generates from on CI.
 const CI_PROMPTS: [usize; 3] = [0, 3, 9];
 
-struct Case {
-    prompt: String,
-    prompt_ids: Vec<u32>,
-    greedy_ids: Vec<u32>,
-    margins: Vec<f64>,
-    top5: Vec<Vec<(u32, f64)>>,
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u32)
-        .collect()
-}
-
-fn load(path: &str) -> Vec<Case> {
+fn load(path: &str) -> Vec<GreedyCase> {
     let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            Case {
-                prompt: v["prompt"].as_str().unwrap().to_string(),
-                prompt_ids: ids(&v["prompt_ids"]),
-                greedy_ids: ids(&v["greedy_ids"]),
-                margins: v["top2_margin"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|m| m.as_f64().unwrap())
-                    .collect(),
-                top5: v["top5_first_steps"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|step| {
-                        step.as_array()
-                            .unwrap()
-                            .iter()
-                            .map(|p| (p[0].as_u64().unwrap() as u32, p[1].as_f64().unwrap()))
-                            .collect()
-                    })
-                    .collect(),
-            }
-        })
-        .collect()
-}
-
-fn first_below(margins: &[f64], threshold: f64) -> usize {
-    margins
-        .iter()
-        .position(|&m| m < threshold)
-        .unwrap_or(margins.len())
+    greedy_cases(&std::fs::read_to_string(path).unwrap())
 }
 
 /// Greedy ids of `strategy`, with the stop id appended when it ended the generation (the
@@ -133,7 +80,8 @@ fn smollm2_every_strategy_meets_the_exact_reference() {
             .into_iter()
             .enumerate()
         {
-            let n_rule = first_below(&case.margins, MARGIN)
+            let n_rule = case
+                .first_below(MARGIN)
                 .min(MAX_TOKENS)
                 .min(case.greedy_ids.len());
             let strategies: &[Strategy] = if all || CI_PROMPTS.contains(&index) {
@@ -210,7 +158,8 @@ fn smollm2_every_strategy_meets_the_exact_reference() {
                 let (mut rule_met, mut cases, mut agree, mut positions) = (0, 0, 0usize, 0usize);
                 let mut max_diff = 0f64;
                 for case in load("exact/smollm2/exact_greedy.jsonl") {
-                    let n_rule = first_below(&case.margins, MARGIN)
+                    let n_rule = case
+                        .first_below(MARGIN)
                         .min(MAX_TOKENS)
                         .min(case.greedy_ids.len());
                     let got = greedy(&mut f16, Strategy::Fused, &case.prompt_ids).await;
@@ -259,7 +208,8 @@ fn smollm2_every_strategy_meets_the_exact_reference() {
             .take(if all { 5 } else { 1 })
         {
             let got = greedy(&mut gpu, Strategy::Fused, &case.prompt_ids).await;
-            let n = first_below(&case.margins, LLAMA_CPP_NOISE)
+            let n = case
+                .first_below(LLAMA_CPP_NOISE)
                 .min(got.len())
                 .min(case.greedy_ids.len());
             assert_eq!(
