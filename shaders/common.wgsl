@@ -46,3 +46,14 @@ fn fifth_bits4(v: u32, first: u32) -> vec4<f32> {
 fn linear_group(wg: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wg.x + wg.y * nwg.x;
 }
+
+// The gate activations of a gated FFN: SiLU (SwiGLU: llama, qwen) and GELU's tanh
+// approximation (GeGLU: gemma). tanh's argument is clamped: tanh(15) is 1 in f32, and a tanh
+// computed from exp would overflow to inf / inf beyond ~44.
+fn silu(g: f32) -> f32 {
+    return g / (1.0 + exp(-g));
+}
+
+fn gelu_tanh(g: f32) -> f32 {
+    return 0.5 * g * (1.0 + tanh(clamp(0.7978846 * g * (1.0 + 0.044715 * g * g), -15.0, 15.0)));
+}

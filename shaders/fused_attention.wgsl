@@ -25,14 +25,26 @@
 // a cache row written in this dispatch (no race). Rows < pos were written by earlier
 // dispatches. `part` rows are PART_STRIDE floats: n_embd values, then m and l.
 //
+// Architecture switches (see fused_qkv.wgsl): with QK_NORM, fused_qkv wrote Q and K
+// unnormalised and unrotated; every workgroup normalises its query head and its KV group's new
+// key (per-head RMS norm: one workgroup reduction over head_dim) and rotates both here, and the
+// KV append stores the rotated key. A sliding window (p.window > 0: gemma3's local layers)
+// masks positions below len - window; chunks wholly below it contribute m = -max, l = 0, which
+// the combine weights to zero. p.scale is the model's attention scale, p.theta_scale the
+// layer's RoPE base (per layer: gemma3's local and global layers differ).
+//
 // Shape constants are prepended (see fused_qkv.wgsl). When state.done is set the kernel
 // returns at once.
 
 struct Params {
-    scale: f32, // 1 / sqrt(head_dim)
+    scale: f32,       // the attention scale (1 / sqrt(head_dim) unless the model says otherwise)
+    window: u32,      // visible positions of a sliding-window layer; 0: all
+    theta_scale: f32, // freq_base^(-2 / n_rot) (QK_NORM: RoPE happens here)
+    eps: f32,
+    q_norm_off: u32,  // per-head Q and K norm weights in `vecs` (QK_NORM)
+    k_norm_off: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -42,6 +54,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> v_cache: array<vec4<kv_t>>;  // [n_head_kv, n_ctx, head_dim / 4]
 @group(0) @binding(5) var<storage, read> wo: array<u32>;                    // [n_embd, n_head * head_dim]
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;            // [n_head, max_chunks, PART_STRIDE]
+@group(0) @binding(7) var<storage, read> vecs: array<f32>;                  // the vector arena
 
 const WG: u32 = 256u;
 const HD4: u32 = HEAD_DIM / 4u;
@@ -61,9 +74,54 @@ var<workgroup> a_sh: array<vec4<f32>, HD4>;
 var<workgroup> av_sh: array<vec4<f32>, WG>;
 var<workgroup> e_sh: array<f32, ATT_CHUNK>;
 var<workgroup> len_sh: u32;
+// QK_NORM: the head's query and new key while they are normalised and rotated (QKN_LEN is
+// head_dim with QK_NORM, else 1), then the new key as vec4s.
+var<workgroup> qn_sh: array<f32, QKN_LEN>;
+var<workgroup> kn_sh: array<f32, QKN_LEN>;
+var<workgroup> knew_sh: array<vec4<f32>, (QKN_LEN + 3u) / 4u>;
 
 fn kv4(v: vec4<kv_t>) -> vec4<f32> {
     return vec4<f32>(v);
+}
+
+// The new key's vec4 i: from workgroup memory when this kernel normalised it (QK_NORM).
+fn new_key(k_new: u32, i: u32) -> vec4<f32> {
+    if QK_NORM {
+        return knew_sh[i];
+    }
+    return qkv[k_new + i];
+}
+
+fn qkv1(i: u32) -> f32 {
+    return qkv[i / 4u][i % 4u];
+}
+
+// RoPE of the value `mine` at dim `d` of a head whose pair partner (`rope_partner`) holds
+// `other`: as in fused_qkv.wgsl, x0 is the pair's first member, x1 its second.
+fn rope_partner(d: u32) -> u32 {
+    if d >= N_ROT {
+        return d;
+    }
+    if NEOX {
+        return select(d + N_ROT / 2u, d - N_ROT / 2u, d >= N_ROT / 2u);
+    }
+    return d ^ 1u;
+}
+
+fn rotate(mine: f32, other: f32, d: u32, pos: u32) -> f32 {
+    if d >= N_ROT {
+        return mine;
+    }
+    var pair = d / 2u;
+    var first = d % 2u == 0u;
+    if NEOX {
+        pair = d % (N_ROT / 2u);
+        first = d < N_ROT / 2u;
+    }
+    let sc = sincos(rope_theta(pos, pair, p.theta_scale));
+    let x0 = select(other, mine, first);
+    let x1 = select(mine, other, first);
+    return select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, first);
 }
 
 @compute @workgroup_size(WG)
@@ -91,7 +149,7 @@ fn main(
             raw[k * UPL + m] = wo_fetch(row, h * UH + u, N_Q);
         }
     }
-    if lid < HD4 {
+    if lid < HD4 && !QK_NORM {
         q_sh[lid] = qkv[h * HD4 + lid] * p.scale;
     }
     if lid == 0u {
@@ -110,9 +168,47 @@ fn main(
     let cache = g * N_CTX * HD4;            // this KV head's cache rows (vec4s)
     let c0 = c * ATT_CHUNK;
     let n = min(ATT_CHUNK, len - c0);
+    // Positions below `lo` are outside a sliding window.
+    let lo = select(0u, len - p.window, p.window != 0u && len > p.window);
+
+    if QK_NORM {
+        var qv = 0.0;
+        var kv = 0.0;
+        if lid < HEAD_DIM {
+            qv = qkv1(h * HEAD_DIM + lid);
+            kv = qkv1(N_Q + g * HEAD_DIM + lid);
+        }
+        let ss = lanes_sum4(lid, vec4<f32>(qv * qv, kv * kv, 0.0, 0.0), WG);
+        if lid < HEAD_DIM {
+            let sq = inverseSqrt(ss.x / f32(HEAD_DIM) + p.eps);
+            let sk = inverseSqrt(ss.y / f32(HEAD_DIM) + p.eps);
+            qn_sh[lid] = qv * sq * vecs[p.q_norm_off + lid];
+            kn_sh[lid] = kv * sk * vecs[p.k_norm_off + lid];
+        }
+        workgroupBarrier();
+        var qr = 0.0;
+        var kr = 0.0;
+        if lid < HEAD_DIM {
+            let o = rope_partner(lid);
+            qr = rotate(qn_sh[lid], qn_sh[o], lid, pos);
+            kr = rotate(kn_sh[lid], kn_sh[o], lid, pos);
+        }
+        workgroupBarrier();
+        if lid < HEAD_DIM {
+            qn_sh[lid] = qr * p.scale;
+            kn_sh[lid] = kr;
+        }
+        workgroupBarrier();
+        if lid < HD4 {
+            let i = 4u * lid;
+            q_sh[lid] = vec4<f32>(qn_sh[i], qn_sh[i + 1u], qn_sh[i + 2u], qn_sh[i + 3u]);
+            knew_sh[lid] = vec4<f32>(kn_sh[i], kn_sh[i + 1u], kn_sh[i + 2u], kn_sh[i + 3u]);
+        }
+        workgroupBarrier();
+    }
 
     if lid < HD4 && lead && h % GROUP == 0u && pos < c0 + n && pos < N_CTX {
-        k_cache[cache + pos * HD4 + lid] = vec4<kv_t>(qkv[k_new + lid]);
+        k_cache[cache + pos * HD4 + lid] = vec4<kv_t>(new_key(k_new, lid));
         v_cache[cache + pos * HD4 + lid] = vec4<kv_t>(qkv[v_new + lid]);
     }
 
@@ -135,12 +231,13 @@ fn main(
     // head_dim coalesce better, but the cross-lane sums cost more than they save from 128
     // positions on: measured on an H200, 921 vs 825 tok/s at a 128-token prompt.)
     var s = NEG_MAX;
-    if lid < n {
+    let visible = lid < n && c0 + lid >= lo;
+    if visible {
         let t = c0 + lid;
         var s4 = vec4<f32>();
         if t == pos {
             for (var i = 0u; i < HD4; i++) {
-                s4 += qkv[k_new + i] * q_sh[i];
+                s4 += new_key(k_new, i) * q_sh[i];
             }
         } else {
             for (var i = 0u; i < HD4; i++) {
@@ -150,7 +247,7 @@ fn main(
         s = (s4.x + s4.y) + (s4.z + s4.w);
     }
     let m = wg_max_sum(lid, s, 0.0).x;
-    let e = select(0.0, exp(s - m), lid < n);
+    let e = select(0.0, exp(s - m), visible);
     e_sh[lid] = e;
     let l = wg_max_sum(lid, NEG_MAX, e).y; // its barriers publish e_sh
 

@@ -7,13 +7,16 @@
 // loads and the hidden values they meet (vec4 loads, from cache) before the state flag, so
 // the kernel costs about one memory round trip. Writes the residual stream `x` that the next
 // layer's fused_qkv (or the head) reads. Shape constants are prepended (see fused_qkv.wgsl).
-// When state.done is set the kernel returns at once.
+// With POST_NORMS (gemma3) the FFN output must be normalised before the residual add, which
+// needs all of it: this kernel writes x = (x_mid, down) as the residual's base and delta, and
+// the next consumer (the next layer's fused_qkv and fused_ffn_up, or fused_post_norm.wgsl
+// before the head) applies the norm. When state.done is set the kernel returns at once.
 
 @group(0) @binding(0) var<storage, read> state: State;
 @group(0) @binding(1) var<storage, read> x_mid: array<f32>;        // [n_embd]
 @group(0) @binding(2) var<storage, read> hidden: array<vec4<f32>>; // [n_ff / 4]
 @group(0) @binding(3) var<storage, read> w: array<u32>;            // W_down [n_embd, n_ff]
-@group(0) @binding(4) var<storage, read_write> x: array<f32>;      // [n_embd]
+@group(0) @binding(4) var<storage, read_write> x: array<f32>;      // [n_embd] (POST_NORMS: [2, n_embd])
 
 const WG: u32 = 256u;
 const ROWS: u32 = WG / LANES;
@@ -54,6 +57,11 @@ fn main(
     }
     let t = row_sum(lid, acc);
     if lane == 0u && out_row < N_EMBD {
-        x[row] = resid + t;
+        if POST_NORMS {
+            x[row] = resid;
+            x[N_EMBD + row] = t;
+        } else {
+            x[row] = resid + t;
+        }
     }
 }

@@ -4,7 +4,7 @@
 //   x_mid = x + sum_{h, c} exp(m_{h,c} - M_h) / L_h * P[h, c]      (see fused_attention.wgsl;
 //           with a single chunk P is already normalised: x + sum_h P[h, 0])
 //   g, u  = (W_gate[r] . (x_mid * norm_w)) * s,  (W_up[r] . (x_mid * norm_w)) * s
-//   hidden[r] = silu(g) * u,                      s = 1 / sqrt(mean(x_mid^2) + eps)
+//   hidden[r] = act(g) * u,                       s = 1 / sqrt(mean(x_mid^2) + eps)
 //
 // Two pipelines are built from this file (`SINGLE_CHUNK`, prepended): one for steps whose
 // context fits one attention chunk, with no merge code at all (sharing a kernel with it cost
@@ -20,11 +20,21 @@
 // norm_w are loaded before phase 1. RPASS (prepended; `kernels::fused_layer::ffn_up_passes`)
 // is 1 unless phase 1 is large (many heads × a wide model): every workgroup repeats it, so
 // more rows per workgroup divide its total L2 traffic.
+// Architecture switches (see fused_qkv.wgsl): O_BIAS adds the output projection's bias to
+// the attention output o. POST_NORMS (gemma3): x_mid = x + o * pa_w / sqrt(mean(o^2) + eps),
+// where x itself is base + delta * pf_w / sqrt(mean(delta^2) + eps) (the previous layer's
+// deferred post-FFN norm, when p.pf_off is not NONE); both scales come from one workgroup
+// reduction in phase 1, which already holds all of o and delta. GELU picks GeGLU's gate.
+// Vectors come from the arena `vecs` at offsets in `p` (floats).
 // Shape constants are prepended (see fused_qkv.wgsl). When state.done is set the kernel
 // returns at once.
 
 struct Params {
     eps: f32,
+    norm_off: u32, // FFN norm weights in `vecs`
+    pa_off: u32,   // post-attention norm weights (POST_NORMS)
+    pf_off: u32,   // the previous layer's post-FFN norm (POST_NORMS); NONE: x has no delta
+    bo_off: u32,   // output-projection bias (O_BIAS)
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
@@ -32,9 +42,9 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> state: State;
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;         // [n_embd / 4]
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;         // [n_embd / 4] (+ delta)
 @group(0) @binding(3) var<storage, read> part: array<vec4<f32>>;      // [n_head, max_chunks, PART_STRIDE / 4]
-@group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;    // [n_embd / 4]
+@group(0) @binding(4) var<storage, read> vecs: array<vec4<f32>>;      // the vector arena
 @group(0) @binding(5) var<storage, read> wgate: array<u32>;           // W_gate [n_ff, n_embd]
 @group(0) @binding(6) var<storage, read> wup: array<u32>;             // W_up   [n_ff, n_embd]
 @group(0) @binding(7) var<storage, read_write> x_mid: array<vec4<f32>>; // [n_embd / 4]
@@ -52,19 +62,20 @@ var<workgroup> xm_sh: array<vec4<f32>, V4>;
 var<workgroup> wts: array<f32, N_HEAD * MAX_CHUNKS>; // kernels::fused_layer::MAX_HEAD_CHUNKS
 var<workgroup> chunks_sh: u32;
 
-// x_mid[4i .. 4i + 4] for `n_chunks` chunks per head. With one chunk (contexts up to
+// init + the attention output o[4i .. 4i + 4] for `n_chunks` chunks per head (init: x, or 0
+// when POST_NORMS norms o before the residual add). With one chunk (contexts up to
 // ATT_CHUNK) the attention dispatch has already divided by l, so this is x + sum_h P: adds
 // of independent loads. Otherwise the merge weights are in `wts` (computed once per
 // workgroup by `merge_weights`) and each chunk's loads of every head are in flight together.
-fn combine(i: u32, n_chunks: u32) -> vec4<f32> {
+fn combine(i: u32, n_chunks: u32, init: vec4<f32>) -> vec4<f32> {
     if SINGLE_CHUNK || n_chunks == 1u {
-        var acc = x[i];
+        var acc = init;
         for (var h = 0u; h < N_HEAD; h++) {
             acc += part[h * MAX_CHUNKS * PSTRIDE4 + i];
         }
         return acc;
     }
-    var acc = x[i];
+    var acc = init;
     for (var c = 0u; c < n_chunks; c++) {
         for (var h = 0u; h < N_HEAD; h++) {
             let b = h * MAX_CHUNKS + c;
@@ -72,6 +83,15 @@ fn combine(i: u32, n_chunks: u32) -> vec4<f32> {
         }
     }
     return acc;
+}
+
+// init + o[4i .. 4i + 4], the output projection's bias included (O_BIAS).
+fn attention_out(i: u32, n_chunks: u32, init: vec4<f32>) -> vec4<f32> {
+    var v = combine(i, n_chunks, init);
+    if O_BIAS {
+        v += vecs[p.bo_off / 4u + i];
+    }
+    return v;
 }
 
 // wts[h, c] = exp(m_{h,c} - M_h) / L_h for every head and chunk, one head per invocation
@@ -114,7 +134,7 @@ fn main(
         let u = min(lane + j * LANES, UNITS - 1u);
         gr[j] = wgate_fetch(row0, u, N_EMBD);
         ur[j] = wup_fetch(row0, u, N_EMBD);
-        na[j] = W8(norm_w[2u * u], norm_w[2u * u + 1u]);
+        na[j] = W8(vecs[p.norm_off / 4u + 2u * u], vecs[p.norm_off / 4u + 2u * u + 1u]);
     }
     if lid == 0u {
         chunks_sh = select(0u, (state.pos + ATT_CHUNK) / ATT_CHUNK, state.done == 0u);
@@ -129,13 +149,47 @@ fn main(
         merge_weights(lid, n_chunks);
     }
     let first = linear_group(wg, nwg) == 0u;
-    for (var k = 0u; k < V4_PER; k++) {
-        let i = lid + k * WG;
-        if i < V4 {
-            let v = combine(i, n_chunks);
-            xm_sh[i] = v;
-            if first {
-                x_mid[i] = v;
+    if POST_NORMS {
+        let delta = p.pf_off != NONE; // uniform
+        var ov: array<vec4<f32>, V4_PER>;
+        var dv: array<vec4<f32>, V4_PER>;
+        var sums = vec4<f32>(); // (sum o^2, sum delta^2)
+        for (var k = 0u; k < V4_PER; k++) {
+            let i = lid + k * WG;
+            if i < V4 {
+                ov[k] = attention_out(i, n_chunks, vec4<f32>());
+                if delta {
+                    dv[k] = x[V4 + i];
+                }
+                sums += vec4<f32>(dot(ov[k], ov[k]), dot(dv[k], dv[k]), 0.0, 0.0);
+            }
+        }
+        let t = lanes_sum4(lid, sums, WG);
+        let so = inverseSqrt(t.x / f32(N_EMBD) + p.eps);
+        let sd = inverseSqrt(t.y / f32(N_EMBD) + p.eps);
+        for (var k = 0u; k < V4_PER; k++) {
+            let i = lid + k * WG;
+            if i < V4 {
+                var xv = x[i];
+                if delta {
+                    xv += dv[k] * sd * vecs[p.pf_off / 4u + i];
+                }
+                let v = xv + ov[k] * so * vecs[p.pa_off / 4u + i];
+                xm_sh[i] = v;
+                if first {
+                    x_mid[i] = v;
+                }
+            }
+        }
+    } else {
+        for (var k = 0u; k < V4_PER; k++) {
+            let i = lid + k * WG;
+            if i < V4 {
+                let v = attention_out(i, n_chunks, x[i]);
+                xm_sh[i] = v;
+                if first {
+                    x_mid[i] = v;
+                }
             }
         }
     }
@@ -171,7 +225,11 @@ fn main(
         if lane == 0u && out_row < N_FF {
             let s = inverseSqrt(t.z / f32(N_EMBD) + p.eps);
             let g = t.x * s;
-            hidden[row] = g / (1.0 + exp(-g)) * (t.y * s);
+            var a = silu(g);
+            if GELU {
+                a = gelu_tanh(g);
+            }
+            hidden[row] = a * (t.y * s);
         }
     }
 }

@@ -18,20 +18,33 @@
 // stored into the KV cache by the attention dispatch that follows (it reads the cache), which
 // keeps this kernel within 8 storage bindings.
 //
+// Architecture switches (constants, prepended with the shape; `kernels::fused_layer::FusedArch`):
+// QKV_BIAS (qwen2) adds the row's bias before RoPE. QK_NORM (qwen3, gemma3) writes Q and K
+// unrotated: their per-head norm needs the whole head, so fused_attention normalises and
+// rotates them. POST_NORMS (gemma3): the previous layer's FFN output reaches this layer
+// unnormalised (fused_ffn_down cannot see the whole vector to norm it), as the residual's second
+// half `delta`: x = base + delta * pf_w / sqrt(mean(delta^2) + eps). Each row's lanes cover x
+// exactly once, so one more row reduction gives that scale before the usual one.
+// Vectors (norm weights, biases) come from one arena buffer at offsets in `p` (floats).
+//
 // Shape constants (N_EMBD, N_HEAD, ...) are prepended by `kernels::fused_layer`, so loops over
 // a row have constant bounds and unroll. When state.done is set the kernel returns at once.
 
 struct Params {
     theta_scale: f32, // freq_base^(-2 / n_rot)
     eps: f32,
+    norm_off: u32,    // attention norm weights in `vecs`
+    bias_off: u32,    // Q, K, V biases (consecutive) in `vecs` (QKV_BIAS)
+    pf_off: u32,      // the previous layer's post-FFN norm in `vecs`; NONE: x has no delta
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> state: State;
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // [n_embd / 4] residual stream
-@group(0) @binding(3) var<storage, read> norm_w: array<vec4<f32>>; // [n_embd / 4]
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // [n_embd / 4] residual (+ delta)
+@group(0) @binding(3) var<storage, read> vecs: array<vec4<f32>>;   // the vector arena
 @group(0) @binding(4) var<storage, read> wq: array<u32>;           // [n_q, n_embd]
 @group(0) @binding(5) var<storage, read> wk: array<u32>;           // [n_kv, n_embd]
 @group(0) @binding(6) var<storage, read> wv: array<u32>;           // [n_kv, n_embd]
@@ -43,6 +56,7 @@ const UNITS: u32 = N_EMBD / 8u;
 const PER_LANE: u32 = (UNITS + LANES - 1u) / LANES;
 const N_Q: u32 = N_HEAD * HEAD_DIM;
 const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
+const V4: u32 = N_EMBD / 4u;
 
 var<workgroup> out_sh: array<f32, ROWS>;
 var<workgroup> flag_sh: u32;
@@ -101,11 +115,20 @@ fn main(
     var raw: array<vec4<u32>, PER_LANE>;
     var xa: array<W8, PER_LANE>;
     var na: array<W8, PER_LANE>;
+    let n4 = p.norm_off / 4u;
+    let delta = POST_NORMS && p.pf_off != NONE; // uniform
+    var da: array<W8, PER_LANE>; // delta and its norm weights (POST_NORMS)
+    var fa: array<W8, PER_LANE>;
     for (var j = 0u; j < PER_LANE; j++) {
         let u = min(lane + j * LANES, UNITS - 1u);
         raw[j] = qkv_fetch(region, row, u);
         xa[j] = W8(x[2u * u], x[2u * u + 1u]);
-        na[j] = W8(norm_w[2u * u], norm_w[2u * u + 1u]);
+        na[j] = W8(vecs[n4 + 2u * u], vecs[n4 + 2u * u + 1u]);
+        if delta {
+            let f4 = p.pf_off / 4u;
+            da[j] = W8(x[V4 + 2u * u], x[V4 + 2u * u + 1u]);
+            fa[j] = W8(vecs[f4 + 2u * u], vecs[f4 + 2u * u + 1u]);
+        }
     }
     if lid == 0u {
         flag_sh = state.done;
@@ -114,6 +137,19 @@ fn main(
         return;
     }
 
+    if delta {
+        // x = base + delta * pf_w * s_delta: first s_delta, from the same lanes.
+        var dd = 0.0;
+        for (var j = 0u; j < PER_LANE; j++) {
+            if lane + j * LANES < UNITS {
+                dd += dot8(da[j], da[j]);
+            }
+        }
+        let sd = inverseSqrt(row_sum(lid, dd) / f32(N_EMBD) + p.eps);
+        for (var j = 0u; j < PER_LANE; j++) {
+            xa[j] = W8(xa[j].a + da[j].a * sd * fa[j].a, xa[j].b + da[j].b * sd * fa[j].b);
+        }
+    }
     var acc = vec2<f32>(); // (W . (x * norm_w), sum x^2) over this lane's units
     for (var j = 0u; j < PER_LANE; j++) {
         let u = lane + j * LANES;
@@ -124,7 +160,11 @@ fn main(
         }
     }
     let t = row_sum2(lid, acc);
-    let v = t.x * inverseSqrt(t.y / f32(N_EMBD) + p.eps);
+    var v = t.x * inverseSqrt(t.y / f32(N_EMBD) + p.eps);
+    if QKV_BIAS {
+        let b = p.bias_off + base + row;
+        v += vecs[b / 4u][b % 4u];
+    }
     if lane == 0u {
         out_sh[r] = v;
     }
@@ -132,7 +172,7 @@ fn main(
     if lane != 0u || slot0 + r >= N_Q + 2u * N_KV {
         return;
     }
-    if region == 2u || s >= N_ROT {
+    if region == 2u || s >= N_ROT || QK_NORM {
         qkv[base + row] = v;
         return;
     }

@@ -1,6 +1,6 @@
 // Gated FFN activation, elementwise over this step's tokens: out = act(gate) * up, with
-// act = silu(x) = x / (1 + exp(-x)) (SwiGLU: llama, qwen) or, when p.gelu is 1, GELU's tanh
-// approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GeGLU: gemma). One invocation per value; the grid is 1D folded into
+// act = silu (SwiGLU: llama, qwen) or, when p.gelu is 1, GELU's tanh approximation
+// (GeGLU: gemma); both in common.wgsl. One invocation per value; the grid is 1D folded into
 // 2D when it exceeds maxComputeWorkgroupsPerDimension.
 
 struct Params {
@@ -29,11 +29,9 @@ fn main(
         return;
     }
     let g = gate[i];
-    var a = g / (1.0 + exp(-g));
+    var a = silu(g);
     if p.gelu == 1u {
-        // tanh's argument is clamped: tanh(15) is 1 in f32, and a tanh computed from exp would
-        // overflow to inf / inf beyond ~44.
-        a = 0.5 * g * (1.0 + tanh(clamp(0.7978846 * g * (1.0 + 0.044715 * g * g), -15.0, 15.0)));
+        a = gelu_tanh(g);
     }
     out[i] = a * up[i];
 }

@@ -7,6 +7,15 @@
 //! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes × [`ffn_up_passes`]) |
 //! | 4 | `fused_ffn_down` | down projection + residual | n_embd / (256 / lanes) |
 //!
+//! Architectures beyond plain llama blocks ([`FusedArch`]) keep the four dispatches: Q/K/V
+//! biases ride in `fused_qkv`; per-head Q/K norms move RoPE into `fused_attention` (which holds
+//! whole heads); a post-attention norm is applied where `fused_ffn_up` rebuilds the attention
+//! output; a post-FFN norm is deferred to the next consumer (`fused_ffn_down` writes the
+//! residual as base and delta, the next layer's kernels normalise delta as they read it, and
+//! [`FusedPostNorm`] does it once per step before the head). Their vectors (norm weights,
+//! biases) live in one arena buffer ([`LayerVectors`] gives the offsets), so no kernel needs
+//! more than WebGPU's default 8 storage bindings.
+//!
 //! Why this split: a dispatch boundary is needed wherever every output depends on every
 //! output of the previous stage — after Q/K/V (attention needs the whole head), after
 //! attention, after the residual (the norm needs all of it), after gate/up (down needs all of
@@ -48,6 +57,52 @@ pub const MAX_HEAD_CHUNKS: u32 = 1024;
 /// Largest head_dim of fused_attention.wgsl.
 pub const MAX_HEAD_DIM: u32 = 256;
 
+/// Offset of an absent vector in [`LayerVectors`] (`NONE` in WGSL).
+pub const NO_VECTOR: u32 = u32::MAX;
+
+/// The architecture switches of the fused kernels (WGSL constants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FusedArch {
+    /// Q/K/V biases (`QKV_BIAS`: qwen2).
+    pub qkv_bias: bool,
+    /// Output-projection bias (`O_BIAS`).
+    pub o_bias: bool,
+    /// Per-head Q/K RMS norms (`QK_NORM`: qwen3, gemma3).
+    pub qk_norm: bool,
+    /// Norms of the attention and FFN outputs (`POST_NORMS`: gemma3).
+    pub post_norms: bool,
+    /// GELU-tanh gate instead of SiLU (`GELU`: gemma3).
+    pub gelu: bool,
+}
+
+/// Where one layer's vectors sit in the vector arena, in floats (multiples of 4), or
+/// [`NO_VECTOR`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerVectors {
+    pub attn_norm: u32,
+    pub ffn_norm: u32,
+    /// Q, K and V biases, consecutive.
+    pub qkv_bias: u32,
+    pub o_bias: u32,
+    pub q_norm: u32,
+    pub k_norm: u32,
+    pub post_attn_norm: u32,
+    pub post_ffn_norm: u32,
+    /// The previous layer's `post_ffn_norm`: the norm of the delta this layer's input carries.
+    pub incoming_norm: u32,
+}
+
+/// One layer's attention settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerAttention {
+    /// Score scale (1 / sqrt(head_dim) unless the model says otherwise).
+    pub scale: f32,
+    /// Visible positions of a sliding-window layer; `None`: all.
+    pub window: Option<u32>,
+    /// RoPE frequency base of this layer.
+    pub rope_freq_base: f32,
+}
+
 /// The model geometry the fused kernels need.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FusedShape {
@@ -62,6 +117,7 @@ pub struct FusedShape {
     pub eps: f32,
     /// KV cache capacity in positions.
     pub n_ctx: u32,
+    pub arch: FusedArch,
 }
 
 impl FusedShape {
@@ -83,6 +139,15 @@ impl FusedShape {
     /// Floats of the attention partials buffer: `[n_head, max_chunks, part_stride]`.
     pub fn partials_len(&self) -> u64 {
         u64::from(self.n_head) * u64::from(self.max_chunks()) * u64::from(self.part_stride())
+    }
+    /// Floats of the residual stream between fused layers: n_embd, or base and delta
+    /// (`POST_NORMS`).
+    pub fn residual_len(&self) -> u64 {
+        u64::from(self.n_embd) * if self.arch.post_norms { 2 } else { 1 }
+    }
+    /// RoPE's `theta_scale` for a layer whose base is `freq_base`.
+    pub fn theta_scale(&self, freq_base: f32) -> f32 {
+        freq_base.powf(-2.0 / self.n_rot as f32)
     }
 
     /// The WGSL that starts every fused kernel of this shape: `enable` directives (subgroups
@@ -107,6 +172,13 @@ const N_CTX: u32 = {n_ctx}u;
 const MAX_CHUNKS: u32 = {max_chunks}u;
 const ATT_CHUNK: u32 = {chunk}u;
 const PART_STRIDE: u32 = {stride}u;
+const QKV_BIAS: bool = {qkv_bias};
+const O_BIAS: bool = {o_bias};
+const QK_NORM: bool = {qk_norm};
+const POST_NORMS: bool = {post_norms};
+const GELU: bool = {gelu};
+const QKN_LEN: u32 = {qkn_len}u;
+const NONE: u32 = 0xffffffffu;
 {reduce}",
             enable = if sg { ctx.subgroups_enable() } else { "" },
             n_embd = self.n_embd,
@@ -120,6 +192,12 @@ const PART_STRIDE: u32 = {stride}u;
             max_chunks = self.max_chunks(),
             chunk = ATTENTION_CHUNK,
             stride = self.part_stride(),
+            qkv_bias = self.arch.qkv_bias,
+            o_bias = self.arch.o_bias,
+            qk_norm = self.arch.qk_norm,
+            post_norms = self.arch.post_norms,
+            gelu = self.arch.gelu,
+            qkn_len = if self.arch.qk_norm { self.head_dim } else { 1 },
             reduce = if sg {
                 shaders::REDUCE_SUBGROUP
             } else {
@@ -220,9 +298,12 @@ fn groups_1d(ctx: &GpuContext, groups: u64) -> Result<[u32; 3]> {
 struct QkvParams {
     theta_scale: f32,
     eps: f32,
-    _pad: [u32; 2],
+    norm_off: u32,
+    bias_off: u32,
+    pf_off: u32,
+    _pad: [u32; 3],
 }
-const _: () = assert!(std::mem::size_of::<QkvParams>() == 16);
+const _: () = assert!(std::mem::size_of::<QkvParams>() == 32);
 
 /// Dispatch 1: RMS norm + Q/K/V + RoPE → `qkv` (`[n_q + 2 n_kv]`).
 #[derive(Debug, Clone)]
@@ -269,7 +350,9 @@ impl FusedQkv {
         ctx: &GpuContext,
         state: &wgpu::Buffer,
         x: &wgpu::Buffer,
-        norm_w: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+        layer: &LayerVectors,
+        rope_freq_base: f32,
         wq: &GpuWeight,
         wk: &GpuWeight,
         wv: &GpuWeight,
@@ -286,18 +369,42 @@ impl FusedQkv {
             wq.n == s.n_q() && wk.n == s.n_kv() && wv.n == s.n_kv(),
             "fused_qkv: Q/K/V row counts differ from the head geometry",
         )?;
-        check_buffer(ctx, "fused_qkv x", x, u64::from(s.n_embd))?;
-        check_buffer(ctx, "fused_qkv norm", norm_w, u64::from(s.n_embd))?;
+        let pf_off = if s.arch.post_norms {
+            layer.incoming_norm
+        } else {
+            NO_VECTOR
+        };
+        let x_len = if pf_off == NO_VECTOR {
+            s.n_embd.into()
+        } else {
+            s.residual_len()
+        };
+        check_buffer(ctx, "fused_qkv x", x, x_len)?;
         check_buffer(ctx, "fused_qkv qkv", qkv, u64::from(s.n_q() + 2 * s.n_kv()))?;
         let params = QkvParams {
-            theta_scale: s.rope_freq_base.powf(-2.0 / s.n_rot as f32),
+            theta_scale: s.theta_scale(rope_freq_base),
             eps: s.eps,
-            _pad: [0; 2],
+            norm_off: layer.attn_norm,
+            bias_off: layer.qkv_bias,
+            pf_off,
+            _pad: [0; 3],
         };
+        check_vectors(
+            ctx,
+            vecs,
+            &[
+                (layer.attn_norm, s.n_embd),
+                (
+                    params.bias_off,
+                    flag_len(s.arch.qkv_bias, s.n_q() + 2 * s.n_kv()),
+                ),
+                (pf_off, flag_len(pf_off != NO_VECTOR, s.n_embd)),
+            ],
+        )?;
         let buffers = [
             state,
             x,
-            norm_w,
+            vecs,
             single_chunk(ctx, wq)?,
             single_chunk(ctx, wk)?,
             single_chunk(ctx, wv)?,
@@ -315,9 +422,14 @@ impl FusedQkv {
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct AttentionParams {
     scale: f32,
-    _pad: [u32; 3],
+    window: u32,
+    theta_scale: f32,
+    eps: f32,
+    q_norm_off: u32,
+    k_norm_off: u32,
+    _pad: [u32; 2],
 }
-const _: () = assert!(std::mem::size_of::<AttentionParams>() == 16);
+const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
 /// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`.
 #[derive(Debug, Clone)]
@@ -346,6 +458,7 @@ impl FusedAttention {
         let source = compose(&[
             &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
             shaders::COMMON,
+            shaders::ROPE_MATH,
             &o.decoder_named("wo"),
             shaders::FUSED_ATTENTION,
         ]);
@@ -357,6 +470,7 @@ impl FusedAttention {
             Slot::ReadWrite,
             Slot::Read,
             Slot::ReadWrite,
+            Slot::Read,
         ];
         let pipeline = Pipeline::new(ctx, "fused_attention", &source, &slots).await?;
         Ok(Self {
@@ -375,6 +489,9 @@ impl FusedAttention {
         v_cache: &wgpu::Buffer,
         wo: &GpuWeight,
         part: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+        layer: &LayerVectors,
+        attention: &LayerAttention,
     ) -> Result<FusedAttentionCall> {
         let s = &self.shape;
         require(
@@ -383,10 +500,25 @@ impl FusedAttention {
         )?;
         check_buffer(ctx, "fused_attention part", part, s.partials_len())?;
         let params = AttentionParams {
-            scale: 1.0 / (s.head_dim as f32).sqrt(),
-            _pad: [0; 3],
+            scale: attention.scale,
+            window: attention.window.unwrap_or(0),
+            theta_scale: s.theta_scale(attention.rope_freq_base),
+            eps: s.eps,
+            q_norm_off: layer.q_norm,
+            k_norm_off: layer.k_norm,
+            _pad: [0; 2],
         };
-        let buffers = [state, qkv, k_cache, v_cache, single_chunk(ctx, wo)?, part];
+        let qk = flag_len(s.arch.qk_norm, s.head_dim);
+        check_vectors(ctx, vecs, &[(layer.q_norm, qk), (layer.k_norm, qk)])?;
+        let buffers = [
+            state,
+            qkv,
+            k_cache,
+            v_cache,
+            single_chunk(ctx, wo)?,
+            part,
+            vecs,
+        ];
         check_dim(u64::from(s.n_head), max_groups(ctx))?;
         Ok(FusedAttentionCall {
             bound: self.pipeline.bind(ctx, &params, &buffers)?,
@@ -414,9 +546,13 @@ impl FusedAttentionCall {
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct FfnUpParams {
     eps: f32,
+    norm_off: u32,
+    pa_off: u32,
+    pf_off: u32,
+    bo_off: u32,
     _pad: [u32; 3],
 }
-const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 16);
+const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 32);
 
 /// Dispatch 3: combine + residual → `x_mid`; RMS norm, gate/up, SwiGLU → `hidden`. Two
 /// pipelines: for steps whose context fits one attention chunk, and for any step.
@@ -491,7 +627,8 @@ impl FusedFfnUp {
         state: &wgpu::Buffer,
         x: &wgpu::Buffer,
         part: &wgpu::Buffer,
-        norm_w: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+        layer: &LayerVectors,
         gate: &GpuWeight,
         up: &GpuWeight,
         x_mid: &wgpu::Buffer,
@@ -502,20 +639,44 @@ impl FusedFfnUp {
             gate.k == s.n_embd && up.k == s.n_embd && gate.n == s.n_ff && up.n == s.n_ff,
             "fused_ffn_up: gate/up must be [n_embd, n_ff]",
         )?;
-        check_buffer(ctx, "fused_ffn_up x", x, u64::from(s.n_embd))?;
+        let pf_off = if s.arch.post_norms {
+            layer.incoming_norm
+        } else {
+            NO_VECTOR
+        };
+        let x_len = if pf_off == NO_VECTOR {
+            s.n_embd.into()
+        } else {
+            s.residual_len()
+        };
+        check_buffer(ctx, "fused_ffn_up x", x, x_len)?;
         check_buffer(ctx, "fused_ffn_up part", part, s.partials_len())?;
-        check_buffer(ctx, "fused_ffn_up norm", norm_w, u64::from(s.n_embd))?;
         check_buffer(ctx, "fused_ffn_up hidden", hidden, u64::from(s.n_ff))?;
         check_buffer(ctx, "fused_ffn_up x_mid", x_mid, u64::from(s.n_embd))?;
         let params = FfnUpParams {
             eps: s.eps,
+            norm_off: layer.ffn_norm,
+            pa_off: layer.post_attn_norm,
+            pf_off,
+            bo_off: layer.o_bias,
             _pad: [0; 3],
         };
+        let e = s.n_embd;
+        check_vectors(
+            ctx,
+            vecs,
+            &[
+                (layer.ffn_norm, e),
+                (layer.post_attn_norm, flag_len(s.arch.post_norms, e)),
+                (pf_off, flag_len(pf_off != NO_VECTOR, e)),
+                (layer.o_bias, flag_len(s.arch.o_bias, e)),
+            ],
+        )?;
         let buffers = [
             state,
             x,
             part,
-            norm_w,
+            vecs,
             single_chunk(ctx, gate)?,
             single_chunk(ctx, up)?,
             x_mid,
@@ -593,7 +754,7 @@ impl FusedFfnDown {
         )?;
         check_buffer(ctx, "fused_ffn_down x_mid", x_mid, u64::from(s.n_embd))?;
         check_buffer(ctx, "fused_ffn_down hidden", hidden, u64::from(s.n_ff))?;
-        check_buffer(ctx, "fused_ffn_down x", x, u64::from(s.n_embd))?;
+        check_buffer(ctx, "fused_ffn_down x", x, s.residual_len())?;
         let buffers = [state, x_mid, hidden, single_chunk(ctx, down)?, x];
         Ok(FusedCall {
             bound: self.pipeline.bind_plain(ctx, &buffers)?,
@@ -601,6 +762,101 @@ impl FusedFfnDown {
                 ctx,
                 u64::from(s.n_embd).div_ceil(u64::from(WORKGROUP / self.lanes)),
             )?,
+        })
+    }
+}
+
+/// Length a vector must have when its switch is on, or 0 (not read) when it is off.
+fn flag_len(on: bool, len: u32) -> u32 {
+    if on {
+        len
+    } else {
+        0
+    }
+}
+
+/// Every (offset, length) a kernel will read from the vector arena must lie within it and be
+/// vec4-aligned; length 0: not read (its offset is ignored).
+fn check_vectors(ctx: &GpuContext, vecs: &wgpu::Buffer, wanted: &[(u32, u32)]) -> Result<()> {
+    for &(off, len) in wanted {
+        if len == 0 {
+            continue;
+        }
+        require(
+            off != NO_VECTOR && off % 4 == 0,
+            "fused kernels: a vector the architecture needs is missing from the arena",
+        )?;
+        check_buffer(
+            ctx,
+            "fused vector arena",
+            vecs,
+            u64::from(off) + u64::from(len),
+        )?;
+    }
+    Ok(())
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PostNormParams {
+    eps: f32,
+    pf_off: u32,
+    _pad: [u32; 2],
+}
+const _: () = assert!(std::mem::size_of::<PostNormParams>() == 16);
+
+/// `POST_NORMS` models, once per step before the head: the last layer's deferred post-FFN
+/// norm, `x_out = base + rms_norm(delta) * w`.
+#[derive(Debug, Clone)]
+pub struct FusedPostNorm {
+    pipeline: Pipeline,
+    shape: FusedShape,
+}
+
+impl FusedPostNorm {
+    pub async fn new(ctx: &GpuContext, s: &FusedShape) -> Result<Self> {
+        s.check()?;
+        let source = compose(&[
+            &s.wgsl_prelude(ctx, "", WORKGROUP),
+            shaders::COMMON,
+            shaders::FUSED_POST_NORM,
+        ]);
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+        ];
+        let pipeline = Pipeline::new(ctx, "fused_post_norm", &source, &slots).await?;
+        Ok(Self {
+            pipeline,
+            shape: *s,
+        })
+    }
+
+    /// `x`: the residual (base, delta) of the last layer; `norm_off`: its post-FFN norm.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        state: &wgpu::Buffer,
+        x: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+        norm_off: u32,
+        x_out: &wgpu::Buffer,
+    ) -> Result<FusedCall> {
+        let s = &self.shape;
+        check_buffer(ctx, "fused_post_norm x", x, s.residual_len())?;
+        check_buffer(ctx, "fused_post_norm x_out", x_out, u64::from(s.n_embd))?;
+        check_vectors(ctx, vecs, &[(norm_off, s.n_embd)])?;
+        let params = PostNormParams {
+            eps: s.eps,
+            pf_off: norm_off,
+            _pad: [0; 2],
+        };
+        Ok(FusedCall {
+            bound: self.pipeline.bind(ctx, &params, &[state, x, vecs, x_out])?,
+            groups: [1, 1, 1],
         })
     }
 }

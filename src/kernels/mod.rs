@@ -58,8 +58,8 @@ pub use argmax::{Argmax, ArgmaxCall};
 pub use attention::{Attention, AttentionCall, AttentionMask, AttentionShape, KvFormat};
 pub use embed::{Embed, EmbedCall};
 pub use fused_layer::{
-    FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown, FusedFfnUp, FusedFfnUpCall,
-    FusedQkv, FusedShape,
+    FusedArch, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown, FusedFfnUp,
+    FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, LayerAttention, LayerVectors, NO_VECTOR,
 };
 pub use kv_store::{KvStore, KvStoreCall};
 pub use matmul::{MatMul, MatMulCall};

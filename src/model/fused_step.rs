@@ -6,18 +6,20 @@
 //! `fused_ffn_up`, `fused_ffn_down` (see `kernels::fused_layer` for the split), then
 //! `head_logits`, `sample_select` (only when sampling) and `sample_choose`, which writes the
 //! next token to `tokens`, advances `state` and raises `state.done` on a stop id — after which
-//! every remaining recorded kernel returns at once.
+//! every remaining recorded kernel returns at once. Models with post-FFN norms (gemma3) add
+//! `fused_post_norm` before the head (see `kernels::fused_layer`).
 
 use super::activations::Activations;
 use super::gpu_weights::ModelWeights;
 use crate::error::Result;
-use crate::gguf::{ModelConfig, RopeStyle};
+use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
 use crate::kernels::sample::{head_groups, select_lists};
 use crate::kernels::{
-    Embed, EmbedCall, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown, FusedFfnUp,
-    FusedFfnUpCall, FusedQkv, FusedShape, HeadLogits, HeadLogitsCall, KvFormat, SampleCall,
-    SampleChoose, SampleSelect, WeightFormat,
+    Embed, EmbedCall, FusedArch, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown,
+    FusedFfnUp, FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, HeadLogits, HeadLogitsCall,
+    KvFormat, LayerAttention, LayerVectors, SampleCall, SampleChoose, SampleSelect, WeightFormat,
+    NO_VECTOR,
 };
 use crate::sampling::{SamplerParams, MAX_CANDIDATES};
 use std::collections::HashMap;
@@ -89,6 +91,69 @@ pub fn fused_shape(c: &ModelConfig, n_ctx: u32) -> FusedShape {
         rope_freq_base: c.rope_freq_base,
         eps: c.rms_eps,
         n_ctx,
+        arch: FusedArch {
+            qkv_bias: c.qkv_bias,
+            o_bias: c.attn_output_bias,
+            qk_norm: c.qk_norm,
+            post_norms: c.post_norms,
+            gelu: c.ffn_activation == FfnActivation::GeluTanh,
+        },
+    }
+}
+
+/// Every per-layer vector of the model (norm weights, biases) copied into one buffer, so a
+/// fused kernel binds one arena instead of up to six vectors: `fused_ffn_up` of a gemma3 layer
+/// reads four, which would take it past WebGPU's 8 storage bindings per stage. Costs a second
+/// copy of the vectors (SmolLM2: 2 × 30 × 576 floats = 138 KiB; Gemma 3 270M: 6 × 18 × 640
+/// floats = 276 KiB).
+pub struct VectorArena {
+    pub buffer: wgpu::Buffer,
+    pub layers: Vec<LayerVectors>,
+}
+
+impl VectorArena {
+    pub fn build<'w>(ctx: &GpuContext, weights: &'w ModelWeights) -> Self {
+        let mut copies: Vec<(&'w wgpu::Buffer, u64)> = Vec::new();
+        let mut end = 0u64; // floats
+        let mut place = |b: Option<&'w wgpu::Buffer>| -> u32 {
+            let Some(b) = b else { return NO_VECTOR };
+            let off = end;
+            copies.push((b, off));
+            end += (b.size() / 4).div_ceil(4) * 4;
+            off as u32
+        };
+        let mut layers: Vec<LayerVectors> = Vec::with_capacity(weights.layers.len());
+        for w in &weights.layers {
+            let e = &w.extra;
+            let attn_norm = place(Some(&w.attn_norm));
+            let ffn_norm = place(Some(&w.ffn_norm));
+            // Q, K, V biases back to back (their lengths are multiples of 4: no padding).
+            let qkv_bias = place(e.bq.as_ref());
+            place(e.bk.as_ref());
+            place(e.bv.as_ref());
+            layers.push(LayerVectors {
+                attn_norm,
+                ffn_norm,
+                qkv_bias,
+                o_bias: place(e.bo.as_ref()),
+                q_norm: place(e.q_norm.as_ref()),
+                k_norm: place(e.k_norm.as_ref()),
+                post_attn_norm: place(e.post_attn_norm.as_ref()),
+                post_ffn_norm: place(e.post_ffn_norm.as_ref()),
+                incoming_norm: layers.last().map_or(NO_VECTOR, |l| l.post_ffn_norm),
+            });
+        }
+        let buffer = storage(ctx, "fused vector arena", end * 4);
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("fused vector arena"),
+            });
+        for (b, off) in copies {
+            encoder.copy_buffer_to_buffer(b, 0, &buffer, off * 4, b.size());
+        }
+        ctx.queue.submit([encoder.finish()]);
+        Self { buffer, layers }
     }
 }
 
@@ -206,6 +271,10 @@ pub struct FusedBuffers {
     qkv: wgpu::Buffer,
     part: wgpu::Buffer,
     x_mid: wgpu::Buffer,
+    /// The residual between layers as (base, delta) when post-FFN norms are deferred
+    /// (`POST_NORMS`); otherwise the layers use `Activations::x`.
+    resid: Option<wgpu::Buffer>,
+    vectors: VectorArena,
 }
 
 /// A bound fused decode step (one token).
@@ -213,6 +282,8 @@ pub struct FusedDecode {
     embed: EmbedCall,
     embed_dispatches: u32,
     layers: Vec<FusedLayer>,
+    /// The last layer's deferred post-FFN norm (`POST_NORMS`), before the head.
+    post_norm: Option<FusedCall>,
     _buffers: FusedBuffers,
 }
 
@@ -232,7 +303,15 @@ impl FusedDecode {
             qkv: storage(ctx, "fused qkv", u64::from(s.n_q() + 2 * s.n_kv()) * 4),
             part: storage(ctx, "fused attention partials", s.partials_len() * 4),
             x_mid: storage(ctx, "fused x_mid", u64::from(s.n_embd) * 4),
+            resid: s
+                .arch
+                .post_norms
+                .then(|| storage(ctx, "fused residual", s.residual_len() * 4)),
+            vectors: VectorArena::build(ctx, weights),
         };
+        // The layers' residual stream: embed writes it, every fused_ffn_down rewrites it.
+        let x = buffers.resid.as_ref().unwrap_or(&acts.x);
+        let vecs = &buffers.vectors.buffer;
         let mut qkv_k: HashMap<[WeightFormat; 3], FusedQkv> = HashMap::new();
         let mut att_k: HashMap<WeightFormat, FusedAttention> = HashMap::new();
         let mut up_k: HashMap<[WeightFormat; 2], FusedFfnUp> = HashMap::new();
@@ -254,6 +333,13 @@ impl FusedDecode {
                 e.insert(FusedFfnDown::new(ctx, &s, w.w_down.format).await?);
             }
             let b = &buffers;
+            let lv = &b.vectors.layers[l];
+            let (window, rope_freq_base) = config.layer_attention(l as u32);
+            let attention = LayerAttention {
+                scale: config.attention_scale,
+                window,
+                rope_freq_base,
+            };
             layers.push(FusedLayer {
                 bytes: [
                     w.wq.gpu_bytes() + w.wk.gpu_bytes() + w.wv.gpu_bytes(),
@@ -264,8 +350,10 @@ impl FusedDecode {
                 qkv: qkv_k[&fq].bind(
                     ctx,
                     &acts.state,
-                    &acts.x,
-                    &w.attn_norm,
+                    x,
+                    vecs,
+                    lv,
+                    rope_freq_base,
                     &w.wq,
                     &w.wk,
                     &w.wv,
@@ -279,13 +367,17 @@ impl FusedDecode {
                     &acts.v_cache[l],
                     &w.wo,
                     &b.part,
+                    vecs,
+                    lv,
+                    &attention,
                 )?,
                 ffn_up: up_k[&fu].bind(
                     ctx,
                     &acts.state,
-                    &acts.x,
+                    x,
                     &b.part,
-                    &w.ffn_norm,
+                    vecs,
+                    lv,
                     &w.w_gate,
                     &w.w_up,
                     &b.x_mid,
@@ -297,22 +389,37 @@ impl FusedDecode {
                     &b.x_mid,
                     &acts.hidden,
                     &w.w_down,
-                    &acts.x,
+                    x,
                 )?,
             });
         }
-        let embed = Embed::new(ctx, weights.tok_embd.format).await?.bind(
-            ctx,
-            &weights.tok_embd,
-            &acts.state,
-            &acts.tokens,
-            &acts.x,
-            1,
-        )?;
+        let embed = Embed::new(ctx, weights.tok_embd.format)
+            .await?
+            .bind_scaled(
+                ctx,
+                &weights.tok_embd,
+                config.embedding_scale,
+                &acts.state,
+                &acts.tokens,
+                x,
+                1,
+            )?;
+        let post_norm = match (&buffers.resid, buffers.vectors.layers.last()) {
+            (Some(resid), Some(last)) => Some(FusedPostNorm::new(ctx, &s).await?.bind(
+                ctx,
+                &acts.state,
+                resid,
+                &buffers.vectors.buffer,
+                last.post_ffn_norm,
+                &acts.x,
+            )?),
+            _ => None,
+        };
         Ok(Self {
             embed,
             embed_dispatches: weights.tok_embd.chunks().len() as u32,
             layers,
+            post_norm,
             _buffers: buffers,
         })
     }
@@ -326,6 +433,9 @@ impl FusedDecode {
             l.attention.record(pass, max_len);
             l.ffn_up.record(pass, max_len);
             l.ffn_down.record(pass);
+        }
+        if let Some(call) = &self.post_norm {
+            call.record(pass);
         }
         Ok(())
     }
@@ -356,12 +466,19 @@ impl FusedDecode {
                 record: Box::new(move |p| l.ffn_down.record(p)),
             });
         }
+        if let Some(call) = &self.post_norm {
+            out.push(RoleCall {
+                role: "post-ffn norm (last layer)",
+                bytes: 0,
+                record: Box::new(move |p| call.record(p)),
+            });
+        }
         out
     }
 
-    /// Dispatches of one body (embed + 4 per layer).
+    /// Dispatches of one body (embed + 4 per layer, + the post norm of `POST_NORMS` models).
     pub fn body_dispatches(&self) -> u32 {
-        self.embed_dispatches + 4 * self.layers.len() as u32
+        self.embed_dispatches + 4 * self.layers.len() as u32 + u32::from(self.post_norm.is_some())
     }
 }
 
@@ -369,42 +486,6 @@ impl FusedDecode {
 pub struct Fused {
     pub decode: FusedDecode,
     pub choice: Choice,
-}
-
-/// The architecture switches the fused kernels implement: plain llama blocks. Models with
-/// others (qwen2 biases, qwen3/gemma3 Q/K norms, gemma3's GELU, post norms, embedding scale and
-/// sliding windows) run with the unfused strategy until the fused kernels learn them.
-pub fn check_fused_supports(config: &ModelConfig) -> Result<()> {
-    let mut missing = Vec::new();
-    if config.qkv_bias || config.attn_output_bias {
-        missing.push("attention biases");
-    }
-    if config.qk_norm {
-        missing.push("Q/K norms");
-    }
-    if config.post_norms {
-        missing.push("post-attention/FFN norms");
-    }
-    if config.ffn_activation != crate::gguf::FfnActivation::Silu {
-        missing.push("GELU gates");
-    }
-    if config.embedding_scale != 1.0 {
-        missing.push("embedding scaling");
-    }
-    if config.sliding_window.is_some() {
-        missing.push("sliding-window attention");
-    }
-    if config.attention_scale != 1.0 / (config.head_dim as f32).sqrt() {
-        missing.push("a model-specific attention scale");
-    }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(crate::FuselmError::UnsupportedModel(format!(
-        "architecture {}: the fused kernels do not implement {} yet (the unfused strategy does)",
-        config.arch,
-        missing.join(", ")
-    )))
 }
 
 impl Fused {
@@ -418,7 +499,6 @@ impl Fused {
         sampler: &SamplerBuffers,
         kv: KvFormat,
     ) -> Result<Self> {
-        check_fused_supports(config)?;
         fused_shape(config, acts.n_ctx).check()?;
         Ok(Self {
             choice: Choice::bind(ctx, config, weights, acts, sampler).await?,

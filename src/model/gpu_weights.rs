@@ -123,7 +123,8 @@ pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<Up
             &wgpu::util::BufferInitDescriptor {
                 label: Some(name),
                 contents: bytemuck::cast_slice(&values),
-                usage: wgpu::BufferUsages::STORAGE,
+                // COPY_SRC: the fused step copies every vector into one arena.
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             },
         )));
     }
@@ -147,9 +148,9 @@ pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<Up
 }
 
 impl ModelWeights {
-    /// Refuses model features the GPU path does not implement yet (the per-operation step
-    /// implements every switch of `ModelConfig` but RoPE frequency factors and RoPE context
-    /// scaling; what the fused kernels lack is `fused_step::check_fused_supports`). Refusing
+    /// Refuses model features the GPU path does not implement yet (the per-operation step and
+    /// the fused kernels implement every switch of `ModelConfig` but RoPE frequency factors and
+    /// RoPE context scaling). Refusing
     /// beats rotating wrongly: Gemma 3 4B and larger declare linear scaling for their global
     /// layers, and running them without it would give fluent-looking wrong output.
     pub fn check_supported(config: &ModelConfig) -> Result<()> {
