@@ -15,6 +15,7 @@ pub mod probe;
 pub mod reference;
 pub mod sampling;
 pub mod shaders;
+pub mod sim;
 pub mod tokenizer;
 
 #[cfg(target_arch = "wasm32")]

@@ -1,0 +1,45 @@
+// Policies (CPU reference: sim::policy::act): a member's parameters, at `base` in `params`,
+// turn an observation into an action — the index of the largest output (lowest on ties) when
+// DISCRETE, else 2 tanh(output). Linear: out = W obs + b. MLP (HIDDEN > 0): out = W2
+// tanh(W1 obs + b1) + b2. Weights row-major, each layer's bias after its matrix. N_OBS, N_OUT,
+// HIDDEN, DISCRETE are prepended; `params` is declared by the kernel.
+
+fn policy_act(base: u32, obs: array<f32, 8>) -> f32 {
+    var out: array<f32, 3>;
+    if HIDDEN == 0u {
+        for (var r = 0u; r < N_OUT; r++) {
+            var acc = 0.0;
+            for (var j = 0u; j < N_OBS; j++) {
+                acc += params[base + r * N_OBS + j] * obs[j];
+            }
+            out[r] = acc + params[base + N_OUT * N_OBS + r];
+        }
+    } else {
+        var hid: array<f32, HIDDEN_LEN>;
+        for (var r = 0u; r < HIDDEN; r++) {
+            var acc = 0.0;
+            for (var j = 0u; j < N_OBS; j++) {
+                acc += params[base + r * N_OBS + j] * obs[j];
+            }
+            hid[r] = sim_tanh(acc + params[base + HIDDEN * N_OBS + r]);
+        }
+        let b2 = base + HIDDEN * N_OBS + HIDDEN;
+        for (var r = 0u; r < N_OUT; r++) {
+            var acc = 0.0;
+            for (var j = 0u; j < HIDDEN; j++) {
+                acc += params[b2 + r * HIDDEN + j] * hid[j];
+            }
+            out[r] = acc + params[b2 + N_OUT * HIDDEN + r];
+        }
+    }
+    if DISCRETE {
+        var best = 0u;
+        for (var i = 1u; i < N_OUT; i++) {
+            if out[i] > out[best] {
+                best = i;
+            }
+        }
+        return f32(best);
+    }
+    return 2.0 * sim_tanh(out[0]);
+}

@@ -1,0 +1,45 @@
+// Unfused simulation, the baseline: one dispatch advances every member by ONE step, as a
+// framework stepping a vectorised environment does; the host records EPISODE dispatches. Each
+// member's running state lives in `state` between dispatches: (s0..s3, total reward, steps,
+// done (1.0 / 0.0), pad); steps are counted in f32, exact below 2^24. The first dispatch (p.first = 1) also draws the initial state. Same environment,
+// policy and arithmetic as sim_rollout.wgsl, so both give identical results.
+
+struct Params {
+    seed: u32,
+    first: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> params: array<f32>;           // [population, N_PARAMS]
+@group(0) @binding(2) var<storage, read_write> state: array<f32>;      // [population, 8]
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let member = gid.x + gid.y * nwg.x * 64u;
+    if member >= POPULATION {
+        return;
+    }
+    let at = member * 8u;
+    var s: array<f32, 4>;
+    var total = 0.0;
+    var steps = 0u;
+    if p.first == 1u {
+        s = env_init(p.seed, member);
+    } else {
+        if state[at + 6u] != 0.0 {
+            return;
+        }
+        s = array<f32, 4>(state[at], state[at + 1u], state[at + 2u], state[at + 3u]);
+        total = state[at + 4u];
+        steps = u32(state[at + 5u]);
+    }
+    let r = env_step(s, policy_act(member * N_PARAMS, env_observe(s)));
+    for (var i = 0u; i < 4u; i++) {
+        state[at + i] = r.s[i];
+    }
+    state[at + 4u] = total + r.reward;
+    state[at + 5u] = f32(steps + 1u);
+    state[at + 6u] = select(0.0, 1.0, r.terminated);
+}

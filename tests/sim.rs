@@ -1,0 +1,168 @@
+//! Population rollouts on the GPU against the CPU reference, natively and in the browser.
+//!
+//! For every environment × policy (linear, tanh MLP): the fused kernel (one dispatch per
+//! episode) and the unfused one (one dispatch per step) give bit-identical fitness; both agree
+//! with the CPU reference (`sim::evaluate_cpu`) within the stated tolerance. Tolerance: the GPU
+//! may contract a * b + c into one rounding (FMA) and its exp differs from Rust's by a few ULP,
+//! and these dynamics amplify differences over hundreds of steps — so a member whose episode
+//! ends on a threshold can end a step earlier or later. We require, per environment, the same
+//! step count and a total reward within 1e-3 × max(1, |cpu|) for at least 95% of the members
+//! (measured on lavapipe: 97.3–100%), and a mean |reward difference| below 1% of the mean
+//! |reward|.
+
+mod common;
+
+use fuselm::gpu::GpuContext;
+use fuselm::sim::gpu::{PopulationEvaluator, SimStrategy};
+use fuselm::sim::{evaluate_cpu, Env, Fitness, Policy, PopulationSpec};
+
+/// Deterministic parameters in [-scale, scale).
+fn params(n: usize, seed: u32, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(12345);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            ((s >> 8) as f32 / 16_777_216.0 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+fn agreement(cpu: &[Fitness], gpu: &[Fitness]) -> (f64, f64, f64) {
+    let mut same = 0;
+    let (mut diff, mut mag) = (0f64, 0f64);
+    for (c, g) in cpu.iter().zip(gpu) {
+        let tol = 1e-3 * c.total_reward.abs().max(1.0);
+        if c.steps == g.steps && (c.total_reward - g.total_reward).abs() <= tol {
+            same += 1;
+        }
+        diff += f64::from((c.total_reward - g.total_reward).abs());
+        mag += f64::from(c.total_reward.abs());
+    }
+    let n = cpu.len() as f64;
+    (same as f64 / n, diff / n, mag / n)
+}
+
+async fn gpu_matches_cpu_reference() {
+    let ctx = GpuContext::new().await.expect("gpu");
+    let cases = [
+        (Env::CartPole, Policy::Linear, 500, 1.0),
+        (Env::CartPole, Policy::Mlp { hidden: 16 }, 500, 1.0),
+        (Env::Acrobot, Policy::Linear, 500, 1.0),
+        (Env::Acrobot, Policy::Mlp { hidden: 8 }, 200, 1.0),
+        // Random linear policies never reach MountainCar's flag: these pump energy (push along
+        // the velocity), perturbed per member.
+        (Env::MountainCar, Policy::Linear, 200, 1.0),
+        (Env::MountainCar, Policy::Mlp { hidden: 8 }, 200, 1.0),
+        (Env::Pendulum, Policy::Linear, 200, 1.0),
+        (Env::Pendulum, Policy::Mlp { hidden: 16 }, 200, 1.0),
+        (Env::Rastrigin { dim: 30 }, Policy::Linear, 1, 5.12),
+    ];
+    for (i, (env, policy, episode_length, scale)) in cases.into_iter().enumerate() {
+        let spec = PopulationSpec {
+            env,
+            policy,
+            population: 300,
+            episode_length,
+            seed: 17 + i as u32,
+        };
+        let mut p = params(
+            (spec.population * spec.parameters()) as usize,
+            i as u32,
+            scale,
+        );
+        if env == Env::MountainCar && policy == Policy::Linear {
+            // outputs (left, none, right) = (-100 v, 0, 100 v) + noise
+            for m in p.chunks_mut(9) {
+                m[1] -= 100.0;
+                m[5] += 100.0;
+            }
+        }
+        let cpu = evaluate_cpu(&spec, &p).expect("cpu");
+        let eval = PopulationEvaluator::new(&ctx, &spec)
+            .await
+            .expect("compile");
+        let fused = eval
+            .evaluate(&ctx, &p, spec.seed, SimStrategy::Fused)
+            .await
+            .expect("fused");
+        let unfused = eval
+            .evaluate(&ctx, &p, spec.seed, SimStrategy::Unfused)
+            .await
+            .expect("unfused");
+        assert_eq!(fused, unfused, "{env:?} {policy:?}: fused vs unfused");
+        let (same, diff, mag) = agreement(&cpu, &fused);
+        let steps: u32 = cpu.iter().map(|f| f.steps).sum();
+        println!(
+            "{env:?} {policy:?}: {:.1}% members equal, mean |Δreward| {diff:.2e} (mean |reward| {mag:.1}), {} mean steps",
+            same * 100.0,
+            steps / spec.population
+        );
+        assert!(
+            same >= 0.95,
+            "{env:?} {policy:?}: only {same} of members agree"
+        );
+        assert!(
+            diff <= 0.01 * mag.max(1.0),
+            "{env:?} {policy:?}: mean |Δreward| {diff} vs mean |reward| {mag}"
+        );
+        // The episodes are not trivial: rewards differ between members (random MLPs never
+        // reach MountainCar's flag).
+        let first = cpu[0].total_reward;
+        if policy == Policy::Linear || env != Env::MountainCar {
+            assert!(
+                cpu.iter().any(|f| f.total_reward != first),
+                "{env:?}: every member got {first}"
+            );
+        }
+        // Another seed draws other initial states (Rastrigin has none).
+        if !matches!(env, Env::Rastrigin { .. }) {
+            let other = eval
+                .evaluate(&ctx, &p, spec.seed + 1, SimStrategy::Fused)
+                .await
+                .expect("fused");
+            assert_ne!(other, fused, "{env:?}: seed changes nothing");
+        }
+    }
+}
+gpu_test!(
+    fused_and_unfused_rollouts_match_the_cpu_reference,
+    gpu_matches_cpu_reference
+);
+
+/// Bad input gets a typed error and leaves the evaluator usable.
+async fn bad_input_is_refused() {
+    let ctx = GpuContext::new().await.expect("gpu");
+    let spec = PopulationSpec {
+        env: Env::CartPole,
+        policy: Policy::Linear,
+        population: 4,
+        episode_length: 10,
+        seed: 1,
+    };
+    let eval = PopulationEvaluator::new(&ctx, &spec)
+        .await
+        .expect("compile");
+    let err = eval
+        .evaluate(&ctx, &[0.0; 3], 1, SimStrategy::Fused)
+        .await
+        .expect_err("wrong params length");
+    assert!(err.to_string().contains("4 × 10 = 40"), "{err}");
+    let ok = eval
+        .evaluate(&ctx, &[0.0; 40], 1, SimStrategy::Fused)
+        .await
+        .expect("still usable");
+    assert_eq!(ok.len(), 4);
+    for bad in [
+        PopulationSpec {
+            population: 0,
+            ..spec.clone()
+        },
+        PopulationSpec {
+            policy: Policy::Mlp { hidden: 1000 },
+            ..spec.clone()
+        },
+    ] {
+        assert!(PopulationEvaluator::new(&ctx, &bad).await.is_err());
+    }
+}
+gpu_test!(bad_simulation_input_is_refused, bad_input_is_refused);
