@@ -12,6 +12,7 @@
 //! Randomness (initial states) is counter-based ([`math::uniform`]: a pure function of seed,
 //! member and slot), so the CPU and every GPU draw the same numbers.
 
+pub mod bench;
 pub mod envs;
 pub mod gpu;
 pub mod math;

@@ -79,7 +79,7 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
 }
 
 /// Today's date (UTC) as YYYY-MM-DD without a date crate (Howard Hinnant's civil_from_days).
-fn today() -> String {
+pub fn today() -> String {
     let days = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() / 86_400)

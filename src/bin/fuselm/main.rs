@@ -18,6 +18,8 @@ mod model_cmds;
 #[cfg(not(target_arch = "wasm32"))]
 mod probe_cmd;
 #[cfg(not(target_arch = "wasm32"))]
+mod sim_bench_cmd;
+#[cfg(not(target_arch = "wasm32"))]
 mod synthetic_cmd;
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -48,6 +50,8 @@ fn main() -> std::process::ExitCode {
         /// Benchmark every strategy side by side (decode/prefill tok/s, TTFT, dispatches,
         /// speed-up vs unfused; --toy grid, --profile per kernel role) and print JSON.
         Bench(bench_cmd::BenchArgs),
+        /// Benchmark population rollouts (fused vs unfused simulation) and print JSON.
+        SimBench(sim_bench_cmd::SimBenchArgs),
         /// Write a tiny random Llama GGUF (byte vocab, ChatML) for tests.
         #[command(hide = true)]
         SyntheticModel(synthetic_cmd::SyntheticArgs),
@@ -60,6 +64,7 @@ fn main() -> std::process::ExitCode {
         Command::Tokenize(args) => model_cmds::tokenize(args),
         Command::Generate(args) => generate_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::SimBench(args) => sim_bench_cmd::run(args),
         Command::SyntheticModel(args) => synthetic_cmd::run(args),
     };
     match result {
