@@ -3,6 +3,27 @@
 // DISCRETE, else 2 tanh(output). Linear: out = W obs + b. MLP (HIDDEN > 0): out = W2
 // tanh(W1 obs + b1) + b2. Weights row-major, each layer's bias after its matrix. N_OBS, N_OUT,
 // HIDDEN, DISCRETE are prepended; `params` is declared by the kernel.
+//
+// The kernel first copies the member's parameters into `pp` (private memory: registers) with
+// `policy_load` when they fit (PRIVATE_PARAMS: at most 256 floats), so a fused episode reads
+// them from memory once instead of at every step; `base` then is 0.
+
+var<private> pp: array<f32, PP_LEN>;
+
+fn policy_load(base: u32) {
+    if PRIVATE_PARAMS {
+        for (var i = 0u; i < N_PARAMS; i++) {
+            pp[i] = params[base + i];
+        }
+    }
+}
+
+fn param(i: u32) -> f32 {
+    if PRIVATE_PARAMS {
+        return pp[i];
+    }
+    return params[i];
+}
 
 fn policy_act(base: u32, obs: array<f32, 8>) -> f32 {
     var out: array<f32, 3>;
@@ -10,26 +31,26 @@ fn policy_act(base: u32, obs: array<f32, 8>) -> f32 {
         for (var r = 0u; r < N_OUT; r++) {
             var acc = 0.0;
             for (var j = 0u; j < N_OBS; j++) {
-                acc += params[base + r * N_OBS + j] * obs[j];
+                acc += param(base + r * N_OBS + j) * obs[j];
             }
-            out[r] = acc + params[base + N_OUT * N_OBS + r];
+            out[r] = acc + param(base + N_OUT * N_OBS + r);
         }
     } else {
         var hid: array<f32, HIDDEN_LEN>;
         for (var r = 0u; r < HIDDEN; r++) {
             var acc = 0.0;
             for (var j = 0u; j < N_OBS; j++) {
-                acc += params[base + r * N_OBS + j] * obs[j];
+                acc += param(base + r * N_OBS + j) * obs[j];
             }
-            hid[r] = sim_tanh(acc + params[base + HIDDEN * N_OBS + r]);
+            hid[r] = sim_tanh(acc + param(base + HIDDEN * N_OBS + r));
         }
         let b2 = base + HIDDEN * N_OBS + HIDDEN;
         for (var r = 0u; r < N_OUT; r++) {
             var acc = 0.0;
             for (var j = 0u; j < HIDDEN; j++) {
-                acc += params[b2 + r * HIDDEN + j] * hid[j];
+                acc += param(b2 + r * HIDDEN + j) * hid[j];
             }
-            out[r] = acc + params[b2 + N_OUT * HIDDEN + r];
+            out[r] = acc + param(b2 + N_OUT * HIDDEN + r);
         }
     }
     if DISCRETE {

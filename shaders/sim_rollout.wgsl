@@ -37,11 +37,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         fitness[member] = vec2<u32>(bitcast<u32>(-rastrigin(base)), 1u);
         return;
     }
+    policy_load(base);
+    let pbase = select(base, 0u, PRIVATE_PARAMS);
     var s = env_init(p.seed, member);
     var total = 0.0;
     var steps = 0u;
     for (var t = 0u; t < EPISODE; t++) {
-        let action = policy_act(base, env_observe(s));
+        let action = policy_act(pbase, env_observe(s));
         let r = env_step(s, action);
         total += r.reward;
         steps += 1u;

@@ -35,7 +35,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         total = state[at + 4u];
         steps = u32(state[at + 5u]);
     }
-    let r = env_step(s, policy_act(member * N_PARAMS, env_observe(s)));
+    policy_load(member * N_PARAMS);
+    let pbase = select(member * N_PARAMS, 0u, PRIVATE_PARAMS);
+    let r = env_step(s, policy_act(pbase, env_observe(s)));
     for (var i = 0u; i < 4u; i++) {
         state[at + i] = r.s[i];
     }

@@ -1,8 +1,10 @@
 //! Population rollouts on the GPU against the CPU reference, natively and in the browser.
 //!
 //! For every environment × policy (linear, tanh MLP): the fused kernel (one dispatch per
-//! episode) and the unfused one (one dispatch per step) give bit-identical fitness; both agree
-//! with the CPU reference (`sim::evaluate_cpu`) within the stated tolerance. Tolerance: the GPU
+//! episode) and the unfused one (one dispatch per step) agree with each other and with the CPU
+//! reference (`sim::evaluate_cpu`) within the stated tolerance. (On lavapipe the two kernels are
+//! bit-identical; NVIDIA's compiler contracts their arithmetic differently, and Acrobot's chaos
+//! turns that into different episodes for some members.) Tolerance: the GPU
 //! may contract a * b + c into one rounding (FMA) and its exp differs from Rust's by a few ULP,
 //! and these dynamics amplify differences over hundreds of steps — so a member whose episode
 //! ends on a threshold can end a step earlier or later. We require, per environment, the same
@@ -89,21 +91,29 @@ async fn gpu_matches_cpu_reference() {
             .evaluate(&ctx, &p, spec.seed, SimStrategy::Unfused)
             .await
             .expect("unfused");
-        assert_eq!(fused, unfused, "{env:?} {policy:?}: fused vs unfused");
+        let (same_strategies, ..) = agreement(&unfused, &fused);
+        assert!(
+            same_strategies >= 0.95,
+            "{env:?} {policy:?}: fused and unfused agree on {same_strategies} of members"
+        );
+        for (name, gpu) in [("fused", &fused), ("unfused", &unfused)] {
+            let (same, diff, mag) = agreement(&cpu, gpu);
+            assert!(
+                same >= 0.95,
+                "{env:?} {policy:?} {name}: only {same} of members agree"
+            );
+            assert!(
+                diff <= 0.01 * mag.max(1.0),
+                "{env:?} {policy:?} {name}: mean |Δreward| {diff} vs mean |reward| {mag}"
+            );
+        }
         let (same, diff, mag) = agreement(&cpu, &fused);
         let steps: u32 = cpu.iter().map(|f| f.steps).sum();
         println!(
-            "{env:?} {policy:?}: {:.1}% members equal, mean |Δreward| {diff:.2e} (mean |reward| {mag:.1}), {} mean steps",
+            "{env:?} {policy:?}: {:.1}% members equal (fused vs CPU), fused == unfused: {}, mean |Δreward| {diff:.2e} (mean |reward| {mag:.1}), {} mean steps",
             same * 100.0,
+            fused == unfused,
             steps / spec.population
-        );
-        assert!(
-            same >= 0.95,
-            "{env:?} {policy:?}: only {same} of members agree"
-        );
-        assert!(
-            diff <= 0.01 * mag.max(1.0),
-            "{env:?} {policy:?}: mean |Δreward| {diff} vs mean |reward| {mag}"
         );
         // The episodes are not trivial: rewards differ between members (random MLPs never
         // reach MountainCar's flag).

@@ -65,6 +65,9 @@ impl PopulationEvaluator {
             Policy::Linear => 0,
             Policy::Mlp { hidden } => hidden,
         };
+        // Parameters kept in registers for the whole episode when they are few (the policy's;
+        // Rastrigin's point is read where it is).
+        let private = spec.parameters() <= 256 && !matches!(spec.env, Env::Rastrigin { .. });
         let prelude = format!(
             "const POPULATION: u32 = {pop}u;
 const N_PARAMS: u32 = {np}u;
@@ -75,6 +78,8 @@ const HIDDEN: u32 = {hidden}u;
 const HIDDEN_LEN: u32 = {hidden_len}u;
 const DISCRETE: bool = {discrete};
 const RASTRIGIN: bool = {rastrigin};
+const PRIVATE_PARAMS: bool = {private};
+const PP_LEN: u32 = {pp_len}u;
 ",
             pop = spec.population,
             np = spec.parameters(),
@@ -84,6 +89,8 @@ const RASTRIGIN: bool = {rastrigin};
             hidden_len = hidden.max(1),
             discrete = spec.env.discrete(),
             rastrigin = matches!(spec.env, Env::Rastrigin { .. }),
+            private = private,
+            pp_len = if private { spec.parameters() } else { 1 },
         );
         let source = |kernel: &str| {
             compose(&[
