@@ -1,6 +1,6 @@
 // Gemma 3 270M Q4_K_M through the npm package on Dawn in Node (the browser's wasm + WebGPU path
 // on the lent GPU): greedy ids against the float64 exact reference (tests/fixtures/exact/gemma3,
-// each prompt up to its first margin below 0.01) and decode speed.
+// each prompt up to its first margin below 0.01) and decode speed, for both strategies.
 // Usage: node bench/gemma-dawn.mjs DAWN_DIR MODEL OUT.json   (dist/ built by scripts/build-npm)
 import { openAsBlob, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -21,27 +21,31 @@ const model = await fuselm.loadModel(await openAsBlob(modelPath), { nCtx: 512 })
 console.log(`strategy: ${model.info.strategy} (${model.info.strategyReason ?? ""})`);
 const cases = readFileSync("tests/fixtures/exact/gemma3/exact_greedy.jsonl", "utf8")
   .split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
-const exact = [];
-for (const c of cases) {
-  let n = c.top2_margin.findIndex((m) => m < 0.01);
-  if (n < 0) n = c.greedy_ids.length;
-  const r = await model.generate(c.prompt, { maxTokens: n }).result();
-  const idsOk = JSON.stringify(r.promptTokens) === JSON.stringify(c.prompt_ids);
-  const genOk = JSON.stringify(r.tokens) === JSON.stringify(c.greedy_ids.slice(0, n));
-  exact.push({ prompt: c.prompt.slice(0, 40), promptIdsEqual: idsOk, greedyEqual: genOk, compared: n });
-  console.log(`${idsOk && genOk ? "ok  " : "FAIL"} ${n} tokens  ${JSON.stringify(c.prompt.slice(0, 40))}`);
-}
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
-const decode = [], prefill = [];
-const prompt = "Once upon a time, there was a little robot who";
-await model.generate(prompt, { maxTokens: 128 }).result();
-for (let i = 0; i < 5; i++) {
-  const r = await model.generate(prompt, { maxTokens: 128 }).result();
-  decode.push(r.timings.decodeTokensPerSecond);
-  prefill.push(r.timings.promptTokensPerSecond);
+const results = {};
+for (const strategy of ["unfused", "fused"]) {
+  const exact = [];
+  for (const c of cases) {
+    let n = c.top2_margin.findIndex((m) => m < 0.01);
+    if (n < 0) n = c.greedy_ids.length;
+    const r = await model.generate(c.prompt, { maxTokens: n, strategy }).result();
+    const idsOk = JSON.stringify(r.promptTokens) === JSON.stringify(c.prompt_ids);
+    const genOk = JSON.stringify(r.tokens) === JSON.stringify(c.greedy_ids.slice(0, n));
+    exact.push({ prompt: c.prompt.slice(0, 40), promptIdsEqual: idsOk, greedyEqual: genOk, compared: n });
+    console.log(`${strategy} ${idsOk && genOk ? "ok  " : "FAIL"} ${n} tokens  ${JSON.stringify(c.prompt.slice(0, 40))}`);
+  }
+  const decode = [], prefill = [];
+  const prompt = "Once upon a time, there was a little robot who";
+  await model.generate(prompt, { maxTokens: 128, strategy }).result();
+  for (let i = 0; i < 5; i++) {
+    const r = await model.generate(prompt, { maxTokens: 128, strategy }).result();
+    decode.push(r.timings.decodeTokensPerSecond);
+    prefill.push(r.timings.promptTokensPerSecond);
+  }
+  console.log(`dawn ${strategy} decode ${median(decode).toFixed(1)} tok/s (${Math.min(...decode).toFixed(1)}–${Math.max(...decode).toFixed(1)}), prefill ${median(prefill).toFixed(0)} tok/s`);
+  results[strategy] = { exact, decodeTokensPerSecond: { median: median(decode), min: Math.min(...decode), max: Math.max(...decode) },
+    prefillTokensPerSecond: { median: median(prefill) } };
 }
-console.log(`dawn ${model.info.strategy} decode ${median(decode).toFixed(1)} tok/s (${Math.min(...decode).toFixed(1)}–${Math.max(...decode).toFixed(1)}), prefill ${median(prefill).toFixed(0)} tok/s`);
 await model.dispose();
 writeFileSync(outPath, JSON.stringify({ kind: "gemma3-dawn", date: new Date().toISOString().slice(0, 10), adapter: report.adapter,
-  strategy: "see exact", exact, decodeTokensPerSecond: { median: median(decode), min: Math.min(...decode), max: Math.max(...decode) },
-  prefillTokensPerSecond: { median: median(prefill) } }, null, 1));
+  defaultStrategy: model.info.strategy, results }, null, 1));
