@@ -56,3 +56,4 @@ pub const SIM_ENV_ACROBOT: &str = include_str!("../shaders/sim_env_acrobot.wgsl"
 pub const SIM_ENV_MOUNTAIN_CAR: &str = include_str!("../shaders/sim_env_mountain_car.wgsl");
 pub const SIM_ENV_PENDULUM: &str = include_str!("../shaders/sim_env_pendulum.wgsl");
 pub const SIM_ENV_RASTRIGIN: &str = include_str!("../shaders/sim_env_rastrigin.wgsl");
+pub const SIM_ES: &str = include_str!("../shaders/sim_es.wgsl");

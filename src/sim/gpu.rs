@@ -43,6 +43,8 @@ struct SimParams {
 /// An environment × policy × population size, compiled.
 pub struct PopulationEvaluator {
     spec: PopulationSpec,
+    /// The constants every simulation kernel of this spec starts with.
+    prelude: String,
     fused: Pipeline,
     step: Pipeline,
 }
@@ -105,6 +107,7 @@ const PP_LEN: u32 = {pp_len}u;
         let slots = [Slot::Uniform, Slot::Read, Slot::ReadWrite];
         Ok(Self {
             spec: spec.clone(),
+            prelude: prelude.clone(),
             fused: Pipeline::new(ctx, "sim_rollout", &source(shaders::SIM_ROLLOUT), &slots).await?,
             step: Pipeline::new(ctx, "sim_step", &source(shaders::SIM_STEP), &slots).await?,
         })
@@ -112,6 +115,36 @@ const PP_LEN: u32 = {pp_len}u;
 
     pub fn spec(&self) -> &PopulationSpec {
         &self.spec
+    }
+
+    /// The WGSL every simulation kernel of this spec starts with (constants, shared helpers).
+    pub(crate) fn prelude(&self) -> String {
+        compose(&[&self.prelude, shaders::ROPE_MATH, shaders::SIM_COMMON])
+    }
+
+    /// The fused rollout bound to caller-owned buffers (the ES loop's).
+    pub(crate) fn bind_rollout(
+        &self,
+        ctx: &GpuContext,
+        seed: u32,
+        params: &wgpu::Buffer,
+        fitness: &wgpu::Buffer,
+    ) -> Result<crate::kernels::Bound> {
+        self.fused.bind(
+            ctx,
+            &SimParams {
+                seed,
+                first: 1,
+                _pad: [0; 2],
+            },
+            &[params, fitness],
+        )
+    }
+
+    /// The workgroup grid covering `n` invocations of 64.
+    pub(crate) fn groups(ctx: &GpuContext, n: u64) -> Result<[u32; 3]> {
+        let (x, y) = grid(n.div_ceil(u64::from(WORKGROUP)), max_groups(ctx))?;
+        Ok([x, y, 1])
     }
 
     /// Dispatches one evaluation records (fused: 1; unfused: one per step).

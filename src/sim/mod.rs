@@ -14,6 +14,7 @@
 
 pub mod bench;
 pub mod envs;
+pub mod es;
 pub mod gpu;
 pub mod math;
 pub mod policy;
