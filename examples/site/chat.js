@@ -4,16 +4,32 @@
 // turn only prefills what is new (`usage.prompt_tokens_details.cached_tokens`).
 //
 // Query parameters: ?model=URL prefills the model field, &autoload loads it, &cache=none|cache-api|opfs.
+// The preset list fills the URL field with a model served from /models/ (scripts/fetch-model).
 // For tests the page exposes `document.body.dataset.state` ("idle" | "loading" | "ready" |
 // "generating" | "error"), `dataset.errorKind` after an error, `dataset.phases` (the load phases
-// seen, in order) and `dataset.fromCache` when the bytes came from the cache.
+// seen, in order) and `dataset.fromCache` when the bytes came from the cache; for tests and the
+// devtools console, `window.fuselmChat.model` is the loaded Model (e.g. `.detokenize(ids)`).
 // In your own site: `import { loadModel } from "fuselm"`.
 import { loadModel } from "../../dist/index.js";
 import { $, clearError, errorKind, fmtBytes, fmtNumber, showError } from "./ui.js";
 
 const params = new URLSearchParams(location.search);
-$("model-url").value = params.get("model") ?? "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+$("model-url").value = params.get("model") ?? $("preset").options[0].value;
 if (params.has("cache")) $("cache").value = params.get("cache");
+
+// The preset list and the URL field show the same model: a preset fills the field, and a URL
+// typed (or given by ?model=) selects its preset, or "other".
+function syncPreset() {
+  const url = $("model-url").value.trim();
+  const preset = [...$("preset").options].find((o) => o.value !== "" && o.value === url);
+  $("preset").value = preset ? preset.value : "";
+}
+$("preset").addEventListener("change", () => {
+  if ($("preset").value) $("model-url").value = $("preset").value;
+  else $("model-url").select();
+});
+$("model-url").addEventListener("input", syncPreset);
+syncPreset();
 
 let model; // the loaded Model, if any
 let modelName = "";
@@ -21,6 +37,11 @@ let loadAbort; // AbortController of the load in progress
 let generation; // { abort: AbortController } of the answer in progress
 /** The conversation sent with every request: { role, content }[] (the system prompt is added per request). */
 let conversation = [];
+window.fuselmChat = {
+  get model() {
+    return model;
+  },
+};
 
 function setState(state) {
   document.body.dataset.state = state;
@@ -28,6 +49,7 @@ function setState(state) {
   $("send").disabled = !model || busy;
   $("stop").disabled = state !== "generating";
   $("load").disabled = busy;
+  $("preset").disabled = busy;
   $("model-file").disabled = busy;
   $("unload").disabled = busy;
 }
@@ -74,6 +96,7 @@ function showInfo(info, seconds) {
     }),
   );
   $("model-summary").hidden = false;
+  $("strategy").options[0].textContent = `model default (${info.strategy})`;
 }
 
 async function unload() {
@@ -81,6 +104,7 @@ async function unload() {
   const old = model;
   model = undefined;
   $("model-summary").hidden = true;
+  $("strategy").options[0].textContent = "model default";
   await old.dispose();
 }
 
@@ -194,6 +218,7 @@ async function send(text) {
 
   const abort = new AbortController();
   generation = { abort };
+  const strategy = $("strategy").value || model.info.strategy;
   setState("generating");
   $("status").textContent = "thinking…";
   const t0 = performance.now();
@@ -235,6 +260,7 @@ async function send(text) {
       // The GPU device is gone with the model's buffers: a new load is needed.
       model = undefined;
       $("model-summary").hidden = true;
+      $("strategy").options[0].textContent = "model default";
     }
     showError($("error"), failure, "Generation");
     setState("error");
@@ -271,6 +297,7 @@ async function send(text) {
   const ttft = extra?.time_to_first_token_s ?? (first === undefined ? undefined : (first - t0) / 1000);
   if (ttft !== undefined) parts.push(`first token ${ttft.toFixed(2)} s`);
   if (usage) parts.push(`prompt ${usage.prompt_tokens} (${usage.prompt_tokens_details?.cached_tokens ?? 0} cached)`);
+  parts.push(strategy);
   parts.push(finish === "stopped" ? "stopped" : finish === "length" ? "max_tokens reached" : "done");
   meta.textContent = parts.join(" · ");
   msg.dataset.tokensPerSecond = String(rate);
