@@ -1,5 +1,5 @@
 // Fused simulation: one invocation per member runs its whole episode — observe, act, step,
-// EPISODE times at most — inside one dispatch for the whole population, and writes its
+// p.episode times at most — inside one dispatch for the whole population, and writes its
 // fitness (total reward, steps). With RASTRIGIN the member's parameters are the point and the
 // fitness is -f(x) after one evaluation. The environment (sim_env_*.wgsl), the policy
 // (sim_policy.wgsl) and the constants are prepended by `sim::gpu`.
@@ -7,8 +7,8 @@
 struct Params {
     seed: u32,
     _pad0: u32,
+    episode: u32, // steps per episode (a uniform: a constant trip count invites full unrolling)
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -42,7 +42,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var s = env_init(p.seed, member);
     var total = 0.0;
     var steps = 0u;
-    for (var t = 0u; t < EPISODE; t++) {
+    for (var t = 0u; t < p.episode; t++) {
         let action = policy_act(pbase, env_observe(s));
         let r = env_step(s, action);
         total += r.reward;

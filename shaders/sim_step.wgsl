@@ -1,5 +1,5 @@
 // Unfused simulation, the baseline: one dispatch advances every member by ONE step, as a
-// framework stepping a vectorised environment does; the host records EPISODE dispatches. Each
+// framework stepping a vectorised environment does; the host records one per step of the episode. Each
 // member's running state lives in `state` between dispatches: (s0..s3, total reward, steps,
 // done (1.0 / 0.0), pad); steps are counted in f32, exact below 2^24. The first dispatch (p.first = 1) also draws the initial state. Same environment,
 // policy and arithmetic as sim_rollout.wgsl, so both give identical results.
@@ -7,7 +7,7 @@
 struct Params {
     seed: u32,
     first: u32,
-    _pad0: u32,
+    episode: u32, // unused here: the host records one dispatch per step
     _pad1: u32,
 }
 

@@ -37,7 +37,10 @@ const WORKGROUP: u32 = 64;
 struct SimParams {
     seed: u32,
     first: u32,
-    _pad: [u32; 2],
+    /// Steps per episode: a uniform, not a WGSL constant, so a compiler cannot unroll the
+    /// episode loop (SwiftShader's LLVM did, and ran Chromium's GPU process out of memory).
+    episode: u32,
+    _pad: u32,
 }
 
 /// An environment × policy × population size, compiled.
@@ -73,7 +76,6 @@ impl PopulationEvaluator {
         let prelude = format!(
             "const POPULATION: u32 = {pop}u;
 const N_PARAMS: u32 = {np}u;
-const EPISODE: u32 = {ep}u;
 const N_OBS: u32 = {obs}u;
 const N_OUT: u32 = {out}u;
 const HIDDEN: u32 = {hidden}u;
@@ -85,7 +87,6 @@ const PP_LEN: u32 = {pp_len}u;
 ",
             pop = spec.population,
             np = spec.parameters(),
-            ep = spec.episode_length,
             obs = spec.env.observations(),
             out = spec.env.outputs(),
             hidden_len = hidden.max(1),
@@ -135,7 +136,8 @@ const PP_LEN: u32 = {pp_len}u;
             &SimParams {
                 seed,
                 first: 1,
-                _pad: [0; 2],
+                episode: self.spec.episode_length,
+                _pad: 0,
             },
             &[params, fitness],
         )
@@ -193,7 +195,8 @@ const PP_LEN: u32 = {pp_len}u;
                 &SimParams {
                     seed,
                     first: 1,
-                    _pad: [0; 2],
+                    episode: self.spec.episode_length,
+                    _pad: 0,
                 },
                 &[&params_buf, &fitness],
             )?;
@@ -208,7 +211,8 @@ const PP_LEN: u32 = {pp_len}u;
                 &SimParams {
                     seed,
                     first: 1,
-                    _pad: [0; 2],
+                    episode: self.spec.episode_length,
+                    _pad: 0,
                 },
                 &[&params_buf, &state],
             )?;
@@ -217,7 +221,8 @@ const PP_LEN: u32 = {pp_len}u;
                 &SimParams {
                     seed,
                     first: 0,
-                    _pad: [0; 2],
+                    episode: self.spec.episode_length,
+                    _pad: 0,
                 },
                 &[&params_buf, &state],
             )?;
