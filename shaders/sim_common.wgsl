@@ -3,10 +3,10 @@
 // src/sim/ (math.rs mirrors these functions op for op). rope_math.wgsl's `sincos` is prepended
 // too: WGSL only bounds its builtin sin/cos to 2^-11 absolute error.
 
-// One environment step: the next state (padded to 4 floats), its reward, and whether the
-// episode ended.
+// One environment step: the next state (STATE_LEN floats: 4 for the built-in environments,
+// padded), its reward, and whether the episode ended.
 struct EnvStep {
-    s: array<f32, 4>,
+    s: array<f32, STATE_LEN>,
     reward: f32,
     terminated: bool,
 }

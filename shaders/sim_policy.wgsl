@@ -1,6 +1,6 @@
 // Policies (CPU reference: sim::policy::act): a member's parameters, at `base` in `params`,
 // turn an observation into an action — the index of the largest output (lowest on ties) when
-// DISCRETE, else 2 tanh(output). Linear: out = W obs + b. MLP (HIDDEN > 0): out = W2
+// DISCRETE, else ACTION_SCALE tanh(output). Linear: out = W obs + b. MLP (HIDDEN > 0): out = W2
 // tanh(W1 obs + b1) + b2. Weights row-major, each layer's bias after its matrix. N_OBS, N_OUT,
 // HIDDEN, DISCRETE are prepended; `params` is declared by the kernel.
 //
@@ -25,8 +25,8 @@ fn param(i: u32) -> f32 {
     return params[i];
 }
 
-fn policy_act(base: u32, obs: array<f32, 8>) -> f32 {
-    var out: array<f32, 3>;
+fn policy_act(base: u32, obs: array<f32, OBS_LEN>) -> f32 {
+    var out: array<f32, OUT_LEN>;
     if HIDDEN == 0u {
         for (var r = 0u; r < N_OUT; r++) {
             var acc = 0.0;
@@ -62,5 +62,5 @@ fn policy_act(base: u32, obs: array<f32, 8>) -> f32 {
         }
         return f32(best);
     }
-    return 2.0 * sim_tanh(out[0]);
+    return ACTION_SCALE * sim_tanh(out[0]);
 }

@@ -1,7 +1,7 @@
 // Unfused simulation, the baseline: one dispatch advances every member by ONE step, as a
 // framework stepping a vectorised environment does; the host records one per step of the episode. Each
-// member's running state lives in `state` between dispatches: (s0..s3, total reward, steps,
-// done (1.0 / 0.0), pad); steps are counted in f32, exact below 2^24. The first dispatch (p.first = 1) also draws the initial state. Same environment,
+// member's running state lives in `state` between dispatches, STRIDE = STATE_LEN + 4 floats:
+// (s[0..STATE_LEN], total reward, steps, done (1.0 / 0.0), pad); steps are counted in f32, exact below 2^24. The first dispatch (p.first = 1) also draws the initial state. Same environment,
 // policy and arithmetic as sim_rollout.wgsl, so both give identical results.
 
 struct Params {
@@ -13,7 +13,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> params: array<f32>;           // [population, N_PARAMS]
-@group(0) @binding(2) var<storage, read_write> state: array<f32>;      // [population, 8]
+@group(0) @binding(2) var<storage, read_write> state: array<f32>;      // [population, STRIDE]
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -21,27 +21,30 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if member >= POPULATION {
         return;
     }
-    let at = member * 8u;
-    var s: array<f32, 4>;
+    let at = member * STRIDE;
+    let bk = at + STATE_LEN; // bookkeeping: total, steps, done
+    var s: array<f32, STATE_LEN>;
     var total = 0.0;
     var steps = 0u;
     if p.first == 1u {
         s = env_init(p.seed, member);
     } else {
-        if state[at + 6u] != 0.0 {
+        if state[bk + 2u] != 0.0 {
             return;
         }
-        s = array<f32, 4>(state[at], state[at + 1u], state[at + 2u], state[at + 3u]);
-        total = state[at + 4u];
-        steps = u32(state[at + 5u]);
+        for (var i = 0u; i < STATE_LEN; i++) {
+            s[i] = state[at + i];
+        }
+        total = state[bk];
+        steps = u32(state[bk + 1u]);
     }
     policy_load(member * N_PARAMS);
     let pbase = select(member * N_PARAMS, 0u, PRIVATE_PARAMS);
     let r = env_step(s, policy_act(pbase, env_observe(s)));
-    for (var i = 0u; i < 4u; i++) {
+    for (var i = 0u; i < STATE_LEN; i++) {
         state[at + i] = r.s[i];
     }
-    state[at + 4u] = total + r.reward;
-    state[at + 5u] = f32(steps + 1u);
-    state[at + 6u] = select(0.0, 1.0, r.terminated);
+    state[bk] = total + r.reward;
+    state[bk + 1u] = f32(steps + 1u);
+    state[bk + 2u] = select(0.0, 1.0, r.terminated);
 }

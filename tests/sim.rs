@@ -16,7 +16,7 @@ mod common;
 
 use fuselm::gpu::GpuContext;
 use fuselm::sim::gpu::{PopulationEvaluator, SimStrategy};
-use fuselm::sim::{evaluate_cpu, Env, Fitness, Policy, PopulationSpec};
+use fuselm::sim::{evaluate_cpu, CustomEnv, Env, Fitness, Policy, PopulationSpec};
 
 /// Deterministic parameters in [-scale, scale).
 fn params(n: usize, seed: u32, scale: f32) -> Vec<f32> {
@@ -67,7 +67,7 @@ async fn gpu_matches_cpu_reference() {
             continue;
         }
         let spec = PopulationSpec {
-            env,
+            env: env.clone(),
             policy,
             // Fewer members in the browser: SwiftShader runs them on the CPU.
             population: if cfg!(target_arch = "wasm32") {
@@ -256,4 +256,198 @@ async fn es_matches_cpu_and_learns() {
 gpu_test!(
     evolution_strategies_match_cpu_and_learn_cartpole,
     es_matches_cpu_and_learns
+);
+
+/// CartPole's own WGSL made into a user environment (a 4-float observation, as a user writes
+/// it).
+fn custom_cartpole() -> CustomEnv {
+    let wgsl = fuselm::shaders::SIM_ENV_CARTPOLE
+        .replace(
+            "fn env_observe(s: array<f32, 4>) -> array<f32, 8> {",
+            "fn env_observe(s: array<f32, STATE_LEN>) -> array<f32, OBS_LEN> {",
+        )
+        .replace(
+            "array<f32, 8>(s[0], s[1], s[2], s[3], 0.0, 0.0, 0.0, 0.0)",
+            "array<f32, OBS_LEN>(s[0], s[1], s[2], s[3])",
+        );
+    assert!(
+        wgsl.contains("OBS_LEN>(s[0]"),
+        "CartPole's WGSL changed; update this test"
+    );
+    CustomEnv {
+        wgsl,
+        state_size: 4,
+        observations: 4,
+        actions: Some(2),
+    }
+}
+
+/// A 1-D point mass pushed towards the origin: 2 state floats, 1 continuous action, a random
+/// start; `point_mass_cpu` is its Rust transcription.
+const POINT_MASS: &str = "
+fn env_init(seed: u32, member: u32) -> array<f32, STATE_LEN> {
+    return array<f32, STATE_LEN>(sim_uniform(seed, member, 0u, -1.0, 1.0), 0.0);
+}
+fn env_observe(s: array<f32, STATE_LEN>) -> array<f32, OBS_LEN> {
+    return s;
+}
+fn env_step(s: array<f32, STATE_LEN>, action: f32) -> EnvStep {
+    var out: EnvStep;
+    let v = s[1] + 0.1 * action;
+    out.s = array<f32, STATE_LEN>(s[0] + 0.1 * v, v);
+    out.reward = -(out.s[0] * out.s[0]);
+    out.terminated = abs(out.s[0]) > 2.0;
+    return out;
+}
+";
+
+fn point_mass_cpu(seed: u32, member: u32, p: &[f32], episode_length: u32) -> Fitness {
+    use fuselm::sim::math::{tanh, uniform_in};
+    let (mut x, mut v) = (uniform_in(seed, member, 0, -1.0, 1.0), 0.0f32);
+    let (mut total, mut steps) = (0.0f32, 0);
+    for _ in 0..episode_length {
+        let action = tanh(p[0] * x + p[1] * v + p[2]);
+        v += 0.1 * action;
+        x += 0.1 * v;
+        total += -(x * x);
+        steps += 1;
+        if x.abs() > 2.0 {
+            break;
+        }
+    }
+    Fitness {
+        total_reward: total,
+        steps,
+    }
+}
+
+/// User environments in WGSL: CartPole written as a user environment gives the built-in
+/// CartPole's fitness (same tolerance as the CPU reference; on lavapipe identical), a point
+/// mass with its own state size and a continuous action matches its Rust transcription under
+/// both strategies, and bad environments get `invalid-argument` errors that say what is wrong,
+/// leaving the context usable.
+async fn custom_environments() {
+    let ctx = GpuContext::new().await.expect("gpu");
+    let population = if cfg!(target_arch = "wasm32") {
+        100
+    } else {
+        300
+    };
+    let builtin = PopulationSpec {
+        env: Env::CartPole,
+        policy: Policy::Mlp { hidden: 8 },
+        population,
+        episode_length: 300,
+        seed: 4,
+    };
+    let custom = PopulationSpec {
+        env: Env::Custom(custom_cartpole()),
+        ..builtin.clone()
+    };
+    let p = params((population * builtin.parameters()) as usize, 8, 1.0);
+    let want = PopulationEvaluator::new(&ctx, &builtin)
+        .await
+        .expect("compile")
+        .evaluate(&ctx, &p, 4, SimStrategy::Fused)
+        .await
+        .expect("built-in");
+    let eval = PopulationEvaluator::new(&ctx, &custom)
+        .await
+        .expect("compile the custom CartPole");
+    for strategy in [SimStrategy::Fused, SimStrategy::Unfused] {
+        let got = eval.evaluate(&ctx, &p, 4, strategy).await.expect("custom");
+        let (same, _, _) = agreement(&want, &got);
+        let identical = want.iter().zip(&got).filter(|(a, b)| a == b).count();
+        println!("custom CartPole {strategy:?}: {identical} of {population} identical");
+        assert!(same >= 0.95, "{strategy:?}: {same} agree");
+    }
+
+    let spec = PopulationSpec {
+        env: Env::Custom(CustomEnv {
+            wgsl: POINT_MASS.into(),
+            state_size: 2,
+            observations: 2,
+            actions: None,
+        }),
+        policy: Policy::Linear,
+        population,
+        episode_length: 100,
+        seed: 9,
+    };
+    assert_eq!(spec.parameters(), 3);
+    let p = params((population * 3) as usize, 21, 3.0);
+    let cpu: Vec<Fitness> = p
+        .chunks(3)
+        .enumerate()
+        .map(|(m, w)| point_mass_cpu(9, m as u32, w, 100))
+        .collect();
+    assert!(
+        cpu.iter().any(|f| f.steps < 100),
+        "no member left the track"
+    );
+    let eval = PopulationEvaluator::new(&ctx, &spec)
+        .await
+        .expect("compile the point mass");
+    for strategy in [SimStrategy::Fused, SimStrategy::Unfused] {
+        let got = eval
+            .evaluate(&ctx, &p, 9, strategy)
+            .await
+            .expect("point mass");
+        let (same, diff, mag) = agreement(&cpu, &got);
+        println!("point mass {strategy:?}: {same} agree, mean |diff| {diff:.2e} of {mag:.2}");
+        assert!(
+            same >= 0.95 && diff < 0.01 * mag,
+            "{strategy:?}: {same}, {diff}"
+        );
+    }
+    let err = evaluate_cpu(&spec, &p).expect_err("no CPU reference");
+    assert!(err.to_string().contains("no CPU reference"), "{err}");
+
+    let with = |wgsl: &str, state_size: u32| PopulationSpec {
+        env: Env::Custom(CustomEnv {
+            wgsl: wgsl.into(),
+            state_size,
+            observations: 2,
+            actions: None,
+        }),
+        ..spec.clone()
+    };
+    let cases = [
+        (
+            with(&POINT_MASS.replace("fn env_step", "fn env_stop"), 2),
+            "env_step is missing",
+        ),
+        (
+            with(&POINT_MASS.replace("return s;", "return s"), 2),
+            "does not compile",
+        ),
+        // the declared state size disagrees with what env_init builds
+        (with(POINT_MASS, 3), "does not compile"),
+        (
+            with(
+                &format!("@group(0) @binding(9) var<uniform> x: f32;\n{POINT_MASS}"),
+                2,
+            ),
+            "may not declare bindings",
+        ),
+        (with(POINT_MASS, 0), "stateSize must be 1..=16"),
+    ];
+    for (bad, message) in cases {
+        let err = match PopulationEvaluator::new(&ctx, &bad).await {
+            Ok(_) => panic!("accepted: {message}"),
+            Err(e) => e,
+        };
+        assert_eq!(err.kind().as_str(), "invalid-argument", "{err}");
+        assert!(err.to_string().contains(message), "{message}: {err}");
+    }
+    // Still usable.
+    let again = eval
+        .evaluate(&ctx, &p, 9, SimStrategy::Fused)
+        .await
+        .expect("again");
+    assert_eq!(again.len(), population as usize);
+}
+gpu_test!(
+    user_wgsl_environments_run_and_are_validated,
+    custom_environments
 );

@@ -188,6 +188,22 @@ impl GpuContext {
         }
     }
 
+    /// Compiles WGSL that is not ours with every runtime check WebGPU defines (the safe
+    /// `create_shader_module`); errors as in [`GpuContext::shader`].
+    pub async fn shader_checked(&self, label: &str, source: &str) -> Result<wgpu::ShaderModule> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        match scope.pop().await {
+            Some(e) => Err(FuselmError::Gpu(format!("shader {label}: {e}"))),
+            None => Ok(module),
+        }
+    }
+
     /// A compute pipeline with an automatic layout for `entry` in `module`.
     pub fn pipeline(
         &self,

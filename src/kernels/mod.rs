@@ -101,6 +101,27 @@ impl Pipeline {
         slots: &[Slot],
     ) -> Result<Self> {
         let module = ctx.shader(label, source).await?;
+        Self::from_module(ctx, label, &module, slots).await
+    }
+
+    /// [`Pipeline::new`] for source that is not ours (a user's simulation environment):
+    /// compiled with all of WebGPU's runtime checks, including forced loop bounding.
+    pub(crate) async fn new_checked(
+        ctx: &GpuContext,
+        label: &'static str,
+        source: &str,
+        slots: &[Slot],
+    ) -> Result<Self> {
+        let module = ctx.shader_checked(label, source).await?;
+        Self::from_module(ctx, label, &module, slots).await
+    }
+
+    async fn from_module(
+        ctx: &GpuContext,
+        label: &'static str,
+        module: &wgpu::ShaderModule,
+        slots: &[Slot],
+    ) -> Result<Self> {
         let entries: Vec<wgpu::BindGroupLayoutEntry> = slots
             .iter()
             .enumerate()
@@ -133,7 +154,7 @@ impl Pipeline {
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(label),
             layout: Some(&pipeline_layout),
-            module: &module,
+            module,
             entry_point: Some("main"),
             compilation_options: Default::default(),
             cache: None,

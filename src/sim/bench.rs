@@ -84,11 +84,11 @@ pub async fn sim_bench(ctx: &GpuContext, options: &SimBenchOptions) -> Result<Si
         .unwrap_or(vec![200, 500, 1500]);
     let runs = options.runs.unwrap_or(5).max(1);
     let mut rows = Vec::new();
-    for &env in &envs {
+    for env in &envs {
         for &population in &pops {
             for &episode_length in &lens {
                 let spec = PopulationSpec {
-                    env,
+                    env: env.clone(),
                     policy,
                     population,
                     episode_length,
@@ -119,7 +119,7 @@ pub async fn sim_bench(ctx: &GpuContext, options: &SimBenchOptions) -> Result<Si
                     / f64::from(population);
                 for (strategy, gens, steps, _, dispatches) in results {
                     rows.push(SimBenchRow {
-                        env,
+                        env: env.clone(),
                         policy,
                         population,
                         episode_length,

@@ -22,7 +22,7 @@ pub struct Step {
 }
 
 /// The initial state of `member` (draws at slots 0..STATE).
-pub fn init(env: Env, seed: u32, member: u32) -> State {
+pub fn init(env: &Env, seed: u32, member: u32) -> State {
     let u = |slot: u32, lo: f32, hi: f32| uniform_in(seed, member, slot, lo, hi);
     match env {
         Env::CartPole => [
@@ -39,12 +39,12 @@ pub fn init(env: Env, seed: u32, member: u32) -> State {
         ],
         Env::MountainCar => [u(0, -0.6, -0.4), 0.0, 0.0, 0.0],
         Env::Pendulum => [u(0, -PI, PI), u(1, -1.0, 1.0), 0.0, 0.0],
-        Env::Rastrigin { .. } => [0.0; STATE],
+        Env::Rastrigin { .. } | Env::Custom(_) => [0.0; STATE],
     }
 }
 
 /// What the policy sees.
-pub fn observe(env: Env, s: &State) -> Obs {
+pub fn observe(env: &Env, s: &State) -> Obs {
     let mut o = [0.0; OBS];
     match env {
         Env::CartPole => o[..4].copy_from_slice(s),
@@ -58,19 +58,19 @@ pub fn observe(env: Env, s: &State) -> Obs {
             let (st, ct) = sincos(s[0]);
             o[..3].copy_from_slice(&[ct, st, s[1]]);
         }
-        Env::Rastrigin { .. } => {}
+        Env::Rastrigin { .. } | Env::Custom(_) => {}
     }
     o
 }
 
 /// One step with `action` (a discrete action's index as f32, or Pendulum's torque).
-pub fn step(env: Env, s: &State, action: f32) -> Step {
+pub fn step(env: &Env, s: &State, action: f32) -> Step {
     match env {
         Env::CartPole => cartpole(s, action),
         Env::Acrobot => acrobot(s, action),
         Env::MountainCar => mountain_car(s, action),
         Env::Pendulum => pendulum(s, action),
-        Env::Rastrigin { .. } => Step {
+        Env::Rastrigin { .. } | Env::Custom(_) => Step {
             state: *s,
             reward: 0.0,
             terminated: true,

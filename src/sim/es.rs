@@ -79,6 +79,7 @@ pub fn eps(seed_g: u32, pair: u32, j: u32) -> f32 {
 
 /// The CPU reference of [`es_gpu`].
 pub fn es_cpu(spec: &PopulationSpec, theta0: &[f32], o: &EsOptions) -> Result<EsResult> {
+    spec.validate_cpu()?;
     check(spec, theta0, o)?;
     let (pop, n) = (spec.population as usize, theta0.len());
     let mut theta = theta0.to_vec();
@@ -136,97 +137,126 @@ struct EsParams {
     lr: f32,
 }
 
-/// Runs `o.generations` generations of ES from `theta0` on the GPU, in one submit.
+/// Runs `o.generations` generations of ES from `theta0` on the GPU, in one submit (compiles
+/// the ES kernels first: keep an [`EsKernels`] to run several times).
 pub async fn es_gpu(
     ctx: &GpuContext,
     eval: &PopulationEvaluator,
     theta0: &[f32],
     o: &EsOptions,
 ) -> Result<EsResult> {
-    let spec = eval.spec();
-    check(spec, theta0, o)?;
-    let device = &ctx.device;
-    let (pop, n) = (u64::from(spec.population), theta0.len() as u64);
-    let rw = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-    let mut padded = theta0.to_vec();
-    padded.resize(padded.len().max(4), 0.0);
-    let theta = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("es theta"),
-        contents: bytemuck::cast_slice(&padded),
-        usage: rw,
-    });
-    let buffer = |label: &str, bytes: u64| {
-        device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: bytes.max(16).div_ceil(16) * 16,
-            usage: rw,
-            mapped_at_creation: false,
-        })
-    };
-    let params = buffer("es population", pop * n * 4);
-    let fitness = buffer("es fitness", pop * 8);
-    let weights = buffer("es weights", pop * 4);
-    let stats = buffer("es stats", u64::from(o.generations) * 16);
-    let limit = device.limits().max_storage_buffer_binding_size;
-    if pop * n * 4 > limit {
-        return Err(FuselmError::LimitExceeded {
-            limit: "maxStorageBufferBindingSize (population × parameters)",
-            needed: pop * n * 4,
-            available: limit,
-        });
-    }
-    let mut slots = vec![Slot::Uniform];
-    slots.extend([Slot::ReadWrite; 5]);
-    let mut roles = Vec::new();
-    for role in 0..3 {
-        let source = compose(&[
-            &eval.prelude(),
-            &format!("const ES_ROLE: u32 = {role}u;\n"),
-            shaders::SIM_ES,
-        ]);
-        roles.push(Pipeline::new(ctx, "sim_es", &source, &slots).await?);
-    }
-    let rollout = eval.bind_rollout(ctx, spec.seed, &params, &fitness)?;
-    let members = PopulationEvaluator::groups(ctx, pop)?;
-    let per_param = PopulationEvaluator::groups(ctx, n)?;
-    let mut calls = Vec::new();
-    for gen in 0..o.generations {
-        let p = EsParams {
-            seed: o.seed,
-            gen,
-            sigma: o.sigma,
-            lr: o.learning_rate,
-        };
-        let bufs = [&theta, &params, &fitness, &weights, &stats];
-        calls.push([
-            roles[0].bind(ctx, &p, &bufs)?,
-            roles[1].bind(ctx, &p, &bufs)?,
-            roles[2].bind(ctx, &p, &bufs)?,
-        ]);
-    }
-    let mut encoder = device.create_command_encoder(&Default::default());
-    {
-        let mut pass = encoder.begin_compute_pass(&Default::default());
-        for [perturb, rank, update] in &calls {
-            perturb.dispatch(&mut pass, members);
-            rollout.dispatch(&mut pass, members);
-            rank.dispatch(&mut pass, members);
-            update.dispatch(&mut pass, per_param);
+    EsKernels::new(ctx, eval)
+        .await?
+        .run(ctx, eval, theta0, o)
+        .await
+}
+
+/// The ES kernels (perturb, rank, update) of one [`PopulationEvaluator`]'s spec, compiled.
+pub struct EsKernels {
+    roles: Vec<Pipeline>,
+}
+
+impl EsKernels {
+    pub async fn new(ctx: &GpuContext, eval: &PopulationEvaluator) -> Result<Self> {
+        let mut slots = vec![Slot::Uniform];
+        slots.extend([Slot::ReadWrite; 5]);
+        let mut roles = Vec::new();
+        for role in 0..3 {
+            let source = compose(&[
+                &eval.prelude(),
+                &format!("const ES_ROLE: u32 = {role}u;\n"),
+                shaders::SIM_ES,
+            ]);
+            roles.push(Pipeline::new(ctx, "sim_es", &source, &slots).await?);
         }
+        Ok(Self { roles })
     }
-    ctx.queue.submit([encoder.finish()]);
-    let t = read_buffer(device, &ctx.queue, &theta, 0, n * 4).await?;
-    let s = read_buffer(device, &ctx.queue, &stats, 0, u64::from(o.generations) * 16).await?;
-    let s: &[f32] = bytemuck::cast_slice(&s);
-    Ok(EsResult {
-        theta: bytemuck::cast_slice(&t).to_vec(),
-        stats: s
-            .chunks(4)
-            .map(|v| GenerationStats {
-                mean_reward: v[0],
-                best_reward: v[1],
-                best_member: v[2] as u32,
+
+    /// Runs `o.generations` generations from `theta0` in one submit; reads back the final mean
+    /// and the per-generation statistics only. `eval` must be the one these kernels were
+    /// compiled for.
+    pub async fn run(
+        &self,
+        ctx: &GpuContext,
+        eval: &PopulationEvaluator,
+        theta0: &[f32],
+        o: &EsOptions,
+    ) -> Result<EsResult> {
+        let roles = &self.roles;
+        let spec = eval.spec();
+        check(spec, theta0, o)?;
+        let device = &ctx.device;
+        let (pop, n) = (u64::from(spec.population), theta0.len() as u64);
+        let rw = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+        let mut padded = theta0.to_vec();
+        padded.resize(padded.len().max(4), 0.0);
+        let theta = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("es theta"),
+            contents: bytemuck::cast_slice(&padded),
+            usage: rw,
+        });
+        let buffer = |label: &str, bytes: u64| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.max(16).div_ceil(16) * 16,
+                usage: rw,
+                mapped_at_creation: false,
             })
-            .collect(),
-    })
+        };
+        let params = buffer("es population", pop * n * 4);
+        let fitness = buffer("es fitness", pop * 8);
+        let weights = buffer("es weights", pop * 4);
+        let stats = buffer("es stats", u64::from(o.generations) * 16);
+        let limit = device.limits().max_storage_buffer_binding_size;
+        if pop * n * 4 > limit {
+            return Err(FuselmError::LimitExceeded {
+                limit: "maxStorageBufferBindingSize (population × parameters)",
+                needed: pop * n * 4,
+                available: limit,
+            });
+        }
+        let rollout = eval.bind_rollout(ctx, spec.seed, &params, &fitness)?;
+        let members = PopulationEvaluator::groups(ctx, pop)?;
+        let per_param = PopulationEvaluator::groups(ctx, n)?;
+        let mut calls = Vec::new();
+        for gen in 0..o.generations {
+            let p = EsParams {
+                seed: o.seed,
+                gen,
+                sigma: o.sigma,
+                lr: o.learning_rate,
+            };
+            let bufs = [&theta, &params, &fitness, &weights, &stats];
+            calls.push([
+                roles[0].bind(ctx, &p, &bufs)?,
+                roles[1].bind(ctx, &p, &bufs)?,
+                roles[2].bind(ctx, &p, &bufs)?,
+            ]);
+        }
+        let mut encoder = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for [perturb, rank, update] in &calls {
+                perturb.dispatch(&mut pass, members);
+                rollout.dispatch(&mut pass, members);
+                rank.dispatch(&mut pass, members);
+                update.dispatch(&mut pass, per_param);
+            }
+        }
+        ctx.queue.submit([encoder.finish()]);
+        let t = read_buffer(device, &ctx.queue, &theta, 0, n * 4).await?;
+        let s = read_buffer(device, &ctx.queue, &stats, 0, u64::from(o.generations) * 16).await?;
+        let s: &[f32] = bytemuck::cast_slice(&s);
+        Ok(EsResult {
+            theta: bytemuck::cast_slice(&t).to_vec(),
+            stats: s
+                .chunks(4)
+                .map(|v| GenerationStats {
+                    mean_reward: v[0],
+                    best_reward: v[1],
+                    best_member: v[2] as u32,
+                })
+                .collect(),
+        })
+    }
 }

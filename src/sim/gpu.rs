@@ -52,13 +52,14 @@ pub struct PopulationEvaluator {
     step: Pipeline,
 }
 
-fn env_source(env: Env) -> &'static str {
+fn env_source(env: &Env) -> &str {
     match env {
         Env::CartPole => shaders::SIM_ENV_CARTPOLE,
         Env::Acrobot => shaders::SIM_ENV_ACROBOT,
         Env::MountainCar => shaders::SIM_ENV_MOUNTAIN_CAR,
         Env::Pendulum => shaders::SIM_ENV_PENDULUM,
         Env::Rastrigin { .. } => shaders::SIM_ENV_RASTRIGIN,
+        Env::Custom(c) => &c.wgsl,
     }
 }
 
@@ -84,6 +85,11 @@ const DISCRETE: bool = {discrete};
 const RASTRIGIN: bool = {rastrigin};
 const PRIVATE_PARAMS: bool = {private};
 const PP_LEN: u32 = {pp_len}u;
+const STATE_LEN: u32 = {state_len}u;
+const OBS_LEN: u32 = {obs_len}u;
+const OUT_LEN: u32 = {out_len}u;
+const STRIDE: u32 = {stride}u;
+const ACTION_SCALE: f32 = {scale:?};
 ",
             pop = spec.population,
             np = spec.parameters(),
@@ -94,6 +100,11 @@ const PP_LEN: u32 = {pp_len}u;
             rastrigin = matches!(spec.env, Env::Rastrigin { .. }),
             private = private,
             pp_len = if private { spec.parameters() } else { 1 },
+            state_len = spec.env.state_len(),
+            obs_len = spec.env.obs_len(),
+            out_len = spec.env.outputs().max(1),
+            stride = spec.env.state_len() + 4,
+            scale = spec.env.action_scale(),
         );
         let source = |kernel: &str| {
             compose(&[
@@ -101,16 +112,35 @@ const PP_LEN: u32 = {pp_len}u;
                 shaders::ROPE_MATH,
                 shaders::SIM_COMMON,
                 kernel,
-                env_source(spec.env),
+                env_source(&spec.env),
                 shaders::SIM_POLICY,
             ])
         };
         let slots = [Slot::Uniform, Slot::Read, Slot::ReadWrite];
+        // A user's environment is compiled with WebGPU's runtime checks (bounded loops, clamped
+        // indexing): it is not ours to trust. Its compile errors are the caller's to fix.
+        let custom = matches!(spec.env, Env::Custom(_));
+        let build = |label: &'static str, kernel: &'static str| {
+            let source = source(kernel);
+            async move {
+                let built = if custom {
+                    Pipeline::new_checked(ctx, label, &source, &slots).await
+                } else {
+                    Pipeline::new(ctx, label, &source, &slots).await
+                };
+                built.map_err(|e| match (custom, e) {
+                    (true, FuselmError::Gpu(m)) => FuselmError::InvalidArgument(format!(
+                        "custom environment: the WGSL does not compile with the simulation kernels: {m}"
+                    )),
+                    (_, e) => e,
+                })
+            }
+        };
         Ok(Self {
             spec: spec.clone(),
             prelude: prelude.clone(),
-            fused: Pipeline::new(ctx, "sim_rollout", &source(shaders::SIM_ROLLOUT), &slots).await?,
-            step: Pipeline::new(ctx, "sim_step", &source(shaders::SIM_STEP), &slots).await?,
+            fused: build("sim_rollout", shaders::SIM_ROLLOUT).await?,
+            step: build("sim_step", shaders::SIM_STEP).await?,
         })
     }
 
@@ -151,7 +181,7 @@ const PP_LEN: u32 = {pp_len}u;
 
     /// Dispatches one evaluation records (fused: 1; unfused: one per step).
     pub fn dispatches(&self, strategy: SimStrategy) -> u32 {
-        match (strategy, self.spec.env) {
+        match (strategy, &self.spec.env) {
             (SimStrategy::Fused, _) | (_, Env::Rastrigin { .. }) => 1,
             (SimStrategy::Unfused, _) => self.spec.episode_length,
         }
@@ -205,7 +235,8 @@ const PP_LEN: u32 = {pp_len}u;
             drop(pass);
             (fitness, pop * 8, 2)
         } else {
-            let state = storage(ctx, "sim state", pop * 32);
+            let stride = u64::from(self.spec.env.state_len()) + 4;
+            let state = storage(ctx, "sim state", pop * stride * 4);
             let first = self.step.bind(
                 ctx,
                 &SimParams {
@@ -232,11 +263,12 @@ const PP_LEN: u32 = {pp_len}u;
                 rest.dispatch(&mut pass, groups);
             }
             drop(pass);
-            (state, pop * 32, 8)
+            (state, pop * stride * 4, stride as usize)
         };
         ctx.queue.submit([encoder.finish()]);
         let raw = read_buffer(device, &ctx.queue, &out, 0, out_bytes).await?;
         let words: &[u32] = bytemuck::cast_slice(&raw);
+        let bk = self.spec.env.state_len() as usize; // the unfused state's bookkeeping
         Ok(words
             .chunks(stride)
             .map(|w| {
@@ -247,8 +279,8 @@ const PP_LEN: u32 = {pp_len}u;
                     }
                 } else {
                     Fitness {
-                        total_reward: f32::from_bits(w[4]),
-                        steps: f32::from_bits(w[5]) as u32,
+                        total_reward: f32::from_bits(w[bk]),
+                        steps: f32::from_bits(w[bk + 1]) as u32,
                     }
                 }
             })

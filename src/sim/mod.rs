@@ -22,8 +22,9 @@ pub mod policy;
 use crate::error::{FuselmError, Result};
 use serde::{Deserialize, Serialize};
 
-/// A built-in environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// An environment: built in, or the user's own WGSL ([`CustomEnv`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "kebab-case", tag = "name")]
 pub enum Env {
     /// CartPole-v1: 4 observations, 2 actions, +1 per step until the pole falls.
@@ -39,6 +40,113 @@ pub enum Env {
     /// The Rastrigin function in `dim` dimensions: each member's parameters are the point;
     /// fitness is -f(x), one evaluation (no policy, no steps).
     Rastrigin { dim: u32 },
+    /// The user's environment: WGSL functions with the signatures [`CustomEnv`] documents,
+    /// compiled into the same kernels as the built-in ones (GPU only: it has no CPU reference).
+    Custom(CustomEnv),
+}
+
+/// A user environment written in WGSL. The source must define three functions, which the
+/// simulation kernels call (fused: all in one loop; unfused: one step per dispatch):
+///
+/// ```wgsl
+/// // The initial state of `member`; draw randomness with sim_uniform(seed, member, slot, lo, hi)
+/// // (a counter-based RNG: the same numbers on every GPU and run).
+/// fn env_init(seed: u32, member: u32) -> array<f32, STATE_LEN>
+/// // What the policy sees.
+/// fn env_observe(s: array<f32, STATE_LEN>) -> array<f32, OBS_LEN>
+/// // One step: discrete environments get the action's index as f32 (0.0, 1.0, ...), continuous
+/// // ones tanh(policy output) in (-1, 1).
+/// fn env_step(s: array<f32, STATE_LEN>, action: f32) -> EnvStep
+/// ```
+///
+/// Provided to it: `struct EnvStep { s: array<f32, STATE_LEN>, reward: f32, terminated: bool }`,
+/// the constants `STATE_LEN` (= `state_size`), `OBS_LEN` (= `observations`) and `PI`, and
+/// `sim_uniform`, `sim_sin`, `sim_cos`, `sim_tanh` (deterministic versions of the builtins).
+/// Names starting with `sim_`, `env_` (other than the three), `policy_` or `es_`, and `main`,
+/// `p`, `params`, `param`, `pp`, `fitness`, `state`, `rastrigin`, `Params` are the kernels'.
+/// The source may not declare bindings or entry points. It is compiled with WebGPU's runtime
+/// checks (bounded loops, clamped indexing), so a bad environment cannot read outside its
+/// buffers; a WGSL error comes back as `invalid-argument` with the compiler's message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct CustomEnv {
+    /// The WGSL source (at most 256 KiB).
+    pub wgsl: String,
+    /// Floats of the state (1..=16).
+    pub state_size: u32,
+    /// Floats of an observation (1..=16).
+    pub observations: u32,
+    /// Discrete actions (2..=16; the policy's largest output picks one), or absent for one
+    /// continuous action, tanh(policy output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub actions: Option<u32>,
+}
+
+/// Most state floats, observations or outputs a custom environment may have.
+pub const MAX_CUSTOM_LEN: u32 = 16;
+
+impl CustomEnv {
+    fn validate(&self) -> Result<()> {
+        let bad = |m: String| {
+            Err(FuselmError::InvalidArgument(format!(
+                "custom environment: {m}"
+            )))
+        };
+        let range = |v: u32, lo: u32, what: &str| {
+            if v < lo || v > MAX_CUSTOM_LEN {
+                bad(format!("{what} must be {lo}..={MAX_CUSTOM_LEN}, got {v}"))
+            } else {
+                Ok(())
+            }
+        };
+        range(self.state_size, 1, "stateSize")?;
+        range(self.observations, 1, "observations")?;
+        if let Some(a) = self.actions {
+            range(a, 2, "actions")?;
+        }
+        if self.wgsl.len() > 256 * 1024 {
+            return bad(format!(
+                "the WGSL is {} bytes; at most 256 KiB",
+                self.wgsl.len()
+            ));
+        }
+        for attr in ["@group", "@binding", "@compute", "@workgroup_size"] {
+            if self.wgsl.contains(attr) {
+                return bad(format!(
+                    "the WGSL may not declare bindings or entry points (found `{attr}`)"
+                ));
+            }
+        }
+        let tokens: Vec<&str> = self
+            .wgsl
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|t| !t.is_empty())
+            .collect();
+        let signatures = [
+            (
+                "env_init",
+                "fn env_init(seed: u32, member: u32) -> array<f32, STATE_LEN>",
+            ),
+            (
+                "env_observe",
+                "fn env_observe(s: array<f32, STATE_LEN>) -> array<f32, OBS_LEN>",
+            ),
+            (
+                "env_step",
+                "fn env_step(s: array<f32, STATE_LEN>, action: f32) -> EnvStep",
+            ),
+        ];
+        for (name, signature) in signatures {
+            if !tokens.windows(2).any(|w| w == ["fn", name]) {
+                return bad(format!(
+                    "the WGSL must define `{signature}` ({name} is missing)"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Env {
@@ -50,6 +158,7 @@ impl Env {
             Env::MountainCar => 2,
             Env::Pendulum => 3,
             Env::Rastrigin { .. } => 0,
+            Env::Custom(c) => c.observations,
         }
     }
 
@@ -60,17 +169,52 @@ impl Env {
             Env::Acrobot | Env::MountainCar => 3,
             Env::Pendulum => 1,
             Env::Rastrigin { .. } => 0,
+            Env::Custom(c) => c.actions.unwrap_or(1),
         }
     }
 
     /// Whether the action is an index (argmax of the outputs) rather than a value.
     pub fn discrete(&self) -> bool {
-        !matches!(self, Env::Pendulum | Env::Rastrigin { .. })
+        match self {
+            Env::Pendulum | Env::Rastrigin { .. } => false,
+            Env::Custom(c) => c.actions.is_some(),
+            _ => true,
+        }
+    }
+
+    /// A continuous action is this × tanh(output) (Pendulum's torque range is ±2).
+    pub fn action_scale(&self) -> f32 {
+        match self {
+            Env::Pendulum => 2.0,
+            _ => 1.0,
+        }
+    }
+
+    /// Floats of the state the kernels carry (built-ins: 4, padded).
+    pub fn state_len(&self) -> u32 {
+        match self {
+            Env::Custom(c) => c.state_size,
+            _ => envs::STATE as u32,
+        }
+    }
+
+    /// Floats of the observation array in WGSL (built-ins: 8, padded).
+    pub fn obs_len(&self) -> u32 {
+        match self {
+            Env::Custom(c) => c.observations,
+            _ => envs::OBS as u32,
+        }
+    }
+
+    /// Whether the CPU reference can run it (every built-in; not a custom environment).
+    pub fn has_cpu_reference(&self) -> bool {
+        !matches!(self, Env::Custom(_))
     }
 }
 
 /// How a member's parameters map observations to actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Policy {
     /// outputs = W obs + b (`W` row-major `[outputs, observations]`, then `b`).
@@ -84,10 +228,10 @@ pub const MAX_HIDDEN: u32 = 64;
 
 impl Policy {
     /// Parameters per member for `env` (Rastrigin: its dimension).
-    pub fn parameters(&self, env: Env) -> u32 {
+    pub fn parameters(&self, env: &Env) -> u32 {
         let (o, a) = (env.observations(), env.outputs());
         match (env, self) {
-            (Env::Rastrigin { dim }, _) => dim,
+            (Env::Rastrigin { dim }, _) => *dim,
             (_, Policy::Linear) => a * o + a,
             (_, Policy::Mlp { hidden }) => hidden * o + hidden + a * hidden + a,
         }
@@ -96,6 +240,7 @@ impl Policy {
 
 /// One member's result.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "camelCase")]
 pub struct Fitness {
     /// Sum of the rewards, in step order (f32).
@@ -139,11 +284,25 @@ impl PopulationSpec {
                 return bad(format!("rastrigin dim must be 1..=4096, got {dim}"));
             }
         }
+        if let Env::Custom(c) = &self.env {
+            c.validate()?;
+        }
+        Ok(())
+    }
+
+    /// [`validate`](Self::validate), and that the CPU reference can run this environment.
+    pub fn validate_cpu(&self) -> Result<()> {
+        self.validate()?;
+        if !self.env.has_cpu_reference() {
+            return Err(FuselmError::InvalidArgument(
+                "a custom environment has no CPU reference: evaluate it on the GPU".into(),
+            ));
+        }
         Ok(())
     }
 
     pub fn parameters(&self) -> u32 {
-        self.policy.parameters(self.env)
+        self.policy.parameters(&self.env)
     }
 
     /// Checks that `params` holds `population × parameters()` finite-or-not floats.
@@ -163,7 +322,7 @@ impl PopulationSpec {
 
 /// The CPU reference: every member's episode, in order.
 pub fn evaluate_cpu(spec: &PopulationSpec, params: &[f32]) -> Result<Vec<Fitness>> {
-    spec.validate()?;
+    spec.validate_cpu()?;
     spec.check_params(params)?;
     let n = spec.parameters() as usize;
     Ok(params
@@ -173,21 +332,28 @@ pub fn evaluate_cpu(spec: &PopulationSpec, params: &[f32]) -> Result<Vec<Fitness
         .collect())
 }
 
-/// One member's episode on the CPU.
+/// One member's episode on the CPU (a custom environment's, which has no CPU reference, ends
+/// at once with no reward: callers check [`PopulationSpec::validate_cpu`]).
 pub fn episode(spec: &PopulationSpec, member: u32, params: &[f32]) -> Fitness {
+    if !spec.env.has_cpu_reference() {
+        return Fitness {
+            total_reward: 0.0,
+            steps: 0,
+        };
+    }
     if let Env::Rastrigin { .. } = spec.env {
         return Fitness {
             total_reward: -envs::rastrigin(params),
             steps: 1,
         };
     }
-    let mut state = envs::init(spec.env, spec.seed, member);
+    let mut state = envs::init(&spec.env, spec.seed, member);
     let mut total = 0.0f32;
     let mut steps = 0;
     for _ in 0..spec.episode_length {
-        let obs = envs::observe(spec.env, &state);
-        let action = policy::act(spec.policy, spec.env, params, &obs);
-        let s = envs::step(spec.env, &state, action);
+        let obs = envs::observe(&spec.env, &state);
+        let action = policy::act(spec.policy, &spec.env, params, &obs);
+        let s = envs::step(&spec.env, &state, action);
         total += s.reward;
         steps += 1;
         state = s.state;

@@ -3,13 +3,13 @@
 
 use super::envs::Obs;
 use super::math::tanh;
-use super::{Env, Policy, MAX_HIDDEN};
+use super::{Env, Policy, MAX_CUSTOM_LEN, MAX_HIDDEN};
 
 /// The action for `obs`: the index of the largest output (lowest on ties) for discrete
-/// environments, else 2 tanh(output) (Pendulum's torque).
-pub fn act(policy: Policy, env: Env, params: &[f32], obs: &Obs) -> f32 {
+/// environments, else `action_scale` × tanh(output) (Pendulum's torque: 2 tanh).
+pub fn act(policy: Policy, env: &Env, params: &[f32], obs: &Obs) -> f32 {
     let (o, a) = (env.observations() as usize, env.outputs() as usize);
-    let mut out = [0f32; 3];
+    let mut out = [0f32; MAX_CUSTOM_LEN as usize];
     match policy {
         Policy::Linear => layer(params, &obs[..o], &mut out[..a]),
         Policy::Mlp { hidden } => {
@@ -31,7 +31,7 @@ pub fn act(policy: Policy, env: Env, params: &[f32], obs: &Obs) -> f32 {
         }
         best as f32
     } else {
-        2.0 * tanh(out[0])
+        env.action_scale() * tanh(out[0])
     }
 }
 
