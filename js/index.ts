@@ -23,6 +23,14 @@ export type {
   FinishReason,
 } from "./chat.js";
 export { deleteCachedModel, type CacheMode } from "./cache.js";
+export {
+  createSimulation,
+  evaluatePopulation,
+  simBench,
+  type Simulation,
+  type PopulationResult,
+  type EvolutionResult,
+} from "./sim.js";
 export type {
   AdapterReport,
   ProbeOptions,
@@ -50,6 +58,21 @@ export type {
   Spread,
   StepProfile,
   RoleProfile,
+  Env,
+  CustomEnv,
+  Policy,
+  SimStrategy,
+  SimulationOptions,
+  SimulationInfo,
+  EvaluateOptions,
+  EvolveOptions,
+  EsResult,
+  GenerationStats,
+  EpisodeTrace,
+  Fitness,
+  SimBenchOptions,
+  SimBenchReport,
+  SimBenchRow,
 } from "./wasm/fuselm.js";
 
 /**

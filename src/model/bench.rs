@@ -60,7 +60,7 @@ pub struct Spread {
 }
 
 impl Spread {
-    fn of(mut v: Vec<f64>) -> Self {
+    pub(crate) fn of(mut v: Vec<f64>) -> Self {
         v.sort_by(f64::total_cmp);
         Self {
             median: v.get(v.len() / 2).copied().unwrap_or(0.0),

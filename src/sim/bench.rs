@@ -8,43 +8,34 @@ use super::{Env, Policy, PopulationSpec};
 use crate::clock::now_seconds;
 use crate::error::Result;
 use crate::gpu::GpuContext;
+use crate::model::bench::Spread;
 use serde::{Deserialize, Serialize};
 
 /// What to measure; `None` fields take the grid.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "camelCase")]
 pub struct SimBenchOptions {
     /// Environments (default: Pendulum, which never terminates early, and Acrobot).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub envs: Option<Vec<Env>>,
     /// Policy (default: a tanh MLP with 16 hidden units).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub policy: Option<Policy>,
     /// Populations (default 1,000 and 10,000).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub populations: Option<Vec<u32>>,
     /// Episode lengths (default 200, 500, 1,500).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub episode_lengths: Option<Vec<u32>>,
     /// Measured runs per configuration and strategy (default 5).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub runs: Option<u32>,
-}
-
-/// min / median / max.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Spread {
-    pub min: f64,
-    pub median: f64,
-    pub max: f64,
-}
-
-fn spread(mut v: Vec<f64>) -> Spread {
-    v.sort_by(f64::total_cmp);
-    Spread {
-        min: v[0],
-        median: v[v.len() / 2],
-        max: v[v.len() - 1],
-    }
 }
 
 /// One configuration under one strategy.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "camelCase")]
 pub struct SimBenchRow {
     pub env: Env,
@@ -64,6 +55,7 @@ pub struct SimBenchRow {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "camelCase")]
 pub struct SimBenchReport {
     pub rows: Vec<SimBenchRow>,
@@ -106,7 +98,7 @@ pub async fn sim_bench(ctx: &GpuContext, options: &SimBenchOptions) -> Result<Si
                         times.push(now_seconds() - t0);
                     }
                     let steps: u64 = fitness.iter().map(|f| u64::from(f.steps)).sum();
-                    let gens = spread(times.iter().map(|t| 1.0 / t).collect());
+                    let gens = Spread::of(times.iter().map(|t| 1.0 / t).collect());
                     results.push((strategy, gens, steps, fitness, eval.dispatches(strategy)));
                 }
                 let base = results[0].1.median;

@@ -18,6 +18,7 @@ use wgpu::util::DeviceExt;
 
 /// Settings of an ES run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "camelCase")]
 pub struct EsOptions {
     /// Generations to run.
@@ -32,6 +33,7 @@ pub struct EsOptions {
 
 /// One generation's population statistics.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "camelCase")]
 pub struct GenerationStats {
     pub mean_reward: f32,
@@ -41,6 +43,7 @@ pub struct GenerationStats {
 
 /// The mean after the last generation, and every generation's statistics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "camelCase")]
 pub struct EsResult {
     pub theta: Vec<f32>,

@@ -22,6 +22,7 @@ use wgpu::util::DeviceExt;
 
 /// How a population is stepped on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "kebab-case")]
 pub enum SimStrategy {
     /// One dispatch per step for the whole population.

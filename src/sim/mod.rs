@@ -335,6 +335,60 @@ pub fn evaluate_cpu(spec: &PopulationSpec, params: &[f32]) -> Result<Vec<Fitness
 /// One member's episode on the CPU (a custom environment's, which has no CPU reference, ends
 /// at once with no reward: callers check [`PopulationSpec::validate_cpu`]).
 pub fn episode(spec: &PopulationSpec, member: u32, params: &[f32]) -> Fitness {
+    run_episode(spec, member, params, |_, _, _| {})
+}
+
+/// One member's episode step by step: what the CPU reference did, for showing a policy at work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct EpisodeTrace {
+    /// Floats per state (4 for every built-in environment; the ones it does not use are 0).
+    pub state_size: u32,
+    /// The states, the initial one first: (steps + 1) × `state_size` floats. CartPole: x,
+    /// x_dot, theta, theta_dot; Acrobot: theta1, theta2, dtheta1, dtheta2; MountainCar:
+    /// position, velocity; Pendulum: theta, theta_dot.
+    pub states: Vec<f32>,
+    /// The action of each step (a discrete action's index, or the continuous value).
+    pub actions: Vec<f32>,
+    /// The reward of each step.
+    pub rewards: Vec<f32>,
+    pub fitness: Fitness,
+}
+
+/// The trace of `member`'s episode with its parameters `params` (one member's), on the CPU.
+pub fn trace_cpu(spec: &PopulationSpec, member: u32, params: &[f32]) -> Result<EpisodeTrace> {
+    spec.validate_cpu()?;
+    if params.len() != spec.parameters() as usize {
+        return Err(FuselmError::InvalidArgument(format!(
+            "params: expected one member's {} parameters, got {}",
+            spec.parameters(),
+            params.len()
+        )));
+    }
+    let mut states = envs::init(&spec.env, spec.seed, member).to_vec();
+    let (mut actions, mut rewards) = (Vec::new(), Vec::new());
+    let fitness = run_episode(spec, member, params, |state, action, reward| {
+        states.extend_from_slice(state);
+        actions.push(action);
+        rewards.push(reward);
+    });
+    Ok(EpisodeTrace {
+        state_size: envs::STATE as u32,
+        states,
+        actions,
+        rewards,
+        fitness,
+    })
+}
+
+/// The CPU episode loop; `record(next state, action, reward)` sees every step.
+fn run_episode(
+    spec: &PopulationSpec,
+    member: u32,
+    params: &[f32],
+    mut record: impl FnMut(&envs::State, f32, f32),
+) -> Fitness {
     if !spec.env.has_cpu_reference() {
         return Fitness {
             total_reward: 0.0,
@@ -354,6 +408,7 @@ pub fn episode(spec: &PopulationSpec, member: u32, params: &[f32]) -> Fitness {
         let obs = envs::observe(&spec.env, &state);
         let action = policy::act(spec.policy, &spec.env, params, &obs);
         let s = envs::step(&spec.env, &state, action);
+        record(&s.state, action, s.reward);
         total += s.reward;
         steps += 1;
         state = s.state;

@@ -6,8 +6,10 @@
 //! [`FuselmError::kind`]); `js/errors.ts` turns them into the npm package's `FuselmError` class.
 
 mod model;
+mod sim;
 
 pub use model::{create_model_loader, load_model, Model, ModelInfo, ModelLoader};
+pub use sim::{create_simulation, sim_bench_js, Simulation};
 
 use crate::error::FuselmError;
 use crate::probe::{AdapterReport, ProbeOptions};

@@ -379,3 +379,100 @@ test("loading the real model streams it: JS heap and wasm memory stay far below 
   assert.equal(out.info.adapter, "swiftshader");
   assertNoProblems(problems);
 });
+
+test("simulation: GPU fitness matches the CPU reference, evolution learns CartPole, custom WGSL environments, typed errors", async () => {
+  const { page, problems } = await sdkPage();
+  const out = await page.evaluate(async () => {
+    const { createSimulation, evaluatePopulation } = window.f;
+    const population = 64;
+    const sim = await createSimulation({ env: { name: "cart-pole" }, policy: { kind: "mlp", hidden: 8 }, population, episodeLength: 300, seed: 5 });
+    const n = sim.info.parameters;
+    const params = new Float32Array(population * n).map((_, i) => Math.sin(i * 12.9898) * 0.8);
+    const fused = await sim.evaluate(params);
+    const unfused = await sim.evaluate(params, { strategy: "unfused" });
+    let agree = 0;
+    for (let m = 0; m < population; m++) {
+      const t = sim.trace(params.subarray(m * n, (m + 1) * n), { member: m });
+      if (t.fitness.steps === fused.steps[m] && Math.abs(t.fitness.totalReward - fused.totalReward[m]) <= 1e-3 * Math.max(1, Math.abs(t.fitness.totalReward))) agree++;
+    }
+    const once = await evaluatePopulation({ env: { name: "cart-pole" }, policy: { kind: "mlp", hidden: 8 }, population, episodeLength: 300, seed: 5, params });
+    // Evolution on the GPU, continued across calls from the returned mean.
+    const es = await createSimulation({ env: { name: "cart-pole" }, population: 128, episodeLength: 200, seed: 5 });
+    let theta = new Float32Array(es.info.parameters);
+    const curve = [];
+    for (let call = 0; call < 4; call++) {
+      const r = await es.evolve(theta, { generations: 10, sigma: 0.5, learningRate: 0.3, seed: 7 + call });
+      theta = r.theta;
+      curve.push(...r.stats.map((s) => s.meanReward));
+    }
+    const best = es.trace(theta, { member: 3 });
+    // A user environment: a point mass pushed towards the origin.
+    const wgsl = `
+fn env_init(seed: u32, member: u32) -> array<f32, STATE_LEN> {
+    return array<f32, STATE_LEN>(sim_uniform(seed, member, 0u, -1.0, 1.0), 0.0);
+}
+fn env_observe(s: array<f32, STATE_LEN>) -> array<f32, OBS_LEN> { return s; }
+fn env_step(s: array<f32, STATE_LEN>, action: f32) -> EnvStep {
+    var out: EnvStep;
+    let v = s[1] + 0.1 * action;
+    out.s = array<f32, STATE_LEN>(s[0] + 0.1 * v, v);
+    out.reward = -(out.s[0] * out.s[0]);
+    out.terminated = abs(out.s[0]) > 2.0;
+    return out;
+}`;
+    const custom = await evaluatePopulation({ env: { name: "custom", wgsl, stateSize: 2, observations: 2 }, population: 4, episodeLength: 50, params: [-1, -1, 0, 1, 1, 0, 0, 0, 0, -3, -2, 0] });
+    const errors = {};
+    const attempt = async (name, f) => {
+      try {
+        await f();
+        errors[name] = "accepted";
+      } catch (e) {
+        errors[name] = `${e.name}/${e.kind}: ${e.message}`;
+      }
+    };
+    await attempt("length", () => sim.evaluate(new Float32Array(3)));
+    await attempt("compile", () => createSimulation({ env: { name: "custom", wgsl: wgsl.replace("return s;", "return s"), stateSize: 2, observations: 2 }, population: 4 }));
+    await attempt("missing", () => createSimulation({ env: { name: "custom", wgsl: "fn env_init() {}", stateSize: 2, observations: 2 }, population: 4 }));
+    await attempt("env", () => createSimulation({ env: { name: "pong" }, population: 4 }));
+    await attempt("odd", async () => (await createSimulation({ env: { name: "cart-pole" }, population: 3 })).evolve(new Float32Array(10), { generations: 1 }));
+    sim.free();
+    await attempt("freed", () => sim.evaluate(params));
+    const after = await es.evaluate(new Float32Array(128 * es.info.parameters));
+    es.free();
+    return {
+      info: sim.info,
+      agree,
+      same: Array.from(fused.totalReward).every((r, m) => r === unfused.totalReward[m] && fused.steps[m] === unfused.steps[m]),
+      onceSame: Array.from(once.totalReward).every((r, m) => r === fused.totalReward[m]),
+      dispatches: [fused.dispatches, unfused.dispatches],
+      types: [fused.totalReward.constructor.name, fused.steps.constructor.name],
+      curve,
+      bestSteps: best.fitness.steps,
+      bestStates: best.states.length,
+      custom: { reward: Array.from(custom.totalReward), steps: Array.from(custom.steps) },
+      errors,
+      after: after.steps.length,
+    };
+  });
+  console.log(`# simulation: ${out.agree}/64 members agree with the CPU reference; ES mean reward ${out.curve[0].toFixed(1)} -> ${out.curve.at(-1).toFixed(1)}; custom ${JSON.stringify(out.custom)}`);
+  assert.equal(out.info.parameters, 4 * 8 + 8 + 8 * 2 + 2);
+  assert.ok(out.agree >= 61, `only ${out.agree} of 64 members agree with the CPU reference`);
+  assert.ok(out.same, "fused and unfused differ");
+  assert.ok(out.onceSame, "evaluatePopulation differs from Simulation.evaluate");
+  assert.deepEqual(out.dispatches, [1, 300]);
+  assert.deepEqual(out.types, ["Float32Array", "Uint32Array"]);
+  assert.equal(out.curve.length, 40);
+  assert.ok(out.curve.at(-1) > 2 * out.curve[0] && out.curve.at(-1) >= 60, `no learning: ${out.curve}`);
+  assert.equal(out.bestStates, (out.bestSteps + 1) * 4);
+  assert.equal(out.custom.steps[0], 50, "pushed towards the origin, member 0 stays on the track");
+  assert.ok(out.custom.steps[1] < 50, "pushed away, member 1 leaves the track");
+  assert.ok(out.custom.reward.every((r) => Number.isFinite(r) && r <= 0), JSON.stringify(out.custom));
+  assert.match(out.errors.length, /^FuselmError\/invalid-argument: .*64 × 58 = 3712 floats, got 3/);
+  assert.match(out.errors.compile, /^FuselmError\/invalid-argument: .*custom environment: the WGSL does not compile/);
+  assert.match(out.errors.missing, /^FuselmError\/invalid-argument: .*env_observe is missing/);
+  assert.match(out.errors.env, /^FuselmError\/invalid-argument: .*pong/);
+  assert.match(out.errors.odd, /^FuselmError\/invalid-argument: .*ES needs an even population/);
+  assert.match(out.errors.freed, /^FuselmError\/invalid-argument: .*this simulation was freed/);
+  assert.equal(out.after, 128);
+  assertNoProblems(problems);
+});

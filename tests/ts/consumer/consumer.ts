@@ -54,6 +54,27 @@ import {
   type Spread,
   type StepProfile,
   type RoleProfile,
+  createSimulation,
+  evaluatePopulation,
+  simBench,
+  type Simulation,
+  type PopulationResult,
+  type EvolutionResult,
+  type Env,
+  type CustomEnv,
+  type Policy,
+  type SimStrategy,
+  type SimulationOptions,
+  type SimulationInfo,
+  type EvaluateOptions,
+  type EvolveOptions,
+  type EsResult,
+  type GenerationStats,
+  type EpisodeTrace,
+  type Fitness,
+  type SimBenchOptions,
+  type SimBenchReport,
+  type SimBenchRow,
 } from "fuselm";
 
 // ---- errors: a closed union of kinds, narrowed exhaustively ----
@@ -368,4 +389,50 @@ export async function main(url: string, bytes: Uint8Array<ArrayBuffer>): Promise
   }
   // @ts-expect-error free() was replaced by dispose()
   model.free();
+}
+
+// ---- simulation: typed environments, typed arrays out, evolution, the benchmark ----
+
+const pointMass: CustomEnv = {
+  wgsl: "fn env_init(seed: u32, member: u32) -> array<f32, STATE_LEN> { ... }",
+  stateSize: 2,
+  observations: 2,
+};
+
+export async function simulate(): Promise<EvolutionResult> {
+  const envs: Env[] = [{ name: "cart-pole" }, { name: "rastrigin", dim: 10 }, { name: "custom", ...pointMass }];
+  const policy: Policy = { kind: "mlp", hidden: 16 };
+  const options: SimulationOptions = { env: envs[0] ?? { name: "pendulum" }, policy, population: 1000, episodeLength: 500 };
+  const sim: Simulation = await createSimulation(options);
+  const info: SimulationInfo = sim.info;
+  const params = new Float32Array(info.population * info.parameters);
+  const how: EvaluateOptions = { strategy: "unfused", seed: 3 };
+  const result: PopulationResult = await sim.evaluate(params, how);
+  const rewards: Float32Array = result.totalReward;
+  const steps: Uint32Array = result.steps;
+  const strategy: SimStrategy = result.strategy;
+  const evolve: EvolveOptions = { generations: 10, sigma: 0.1, learningRate: 0.03, seed: 1 };
+  const evolved: EvolutionResult = await sim.evolve(new Float32Array(info.parameters), evolve);
+  const stats: GenerationStats[] = evolved.stats;
+  const raw: EsResult["stats"] = stats;
+  const trace: EpisodeTrace = sim.trace(evolved.theta, { member: 0 });
+  const fitness: Fitness = trace.fitness;
+  const once: PopulationResult = await evaluatePopulation({ ...options, params, strategy: "fused" });
+  const benchOptions: SimBenchOptions = { populations: [1000], episodeLengths: [200], runs: 3 };
+  const report: SimBenchReport = await simBench(benchOptions);
+  const rows: SimBenchRow[] = report.rows;
+  console.log(rewards, steps, strategy, raw, fitness.totalReward, trace.states.length, once.elapsedMs, rows, envs);
+  sim.free();
+  // @ts-expect-error strategies are a closed union
+  await sim.evaluate(params, { strategy: "megakernel" });
+  // @ts-expect-error an MLP needs its hidden size
+  const badPolicy: Policy = { kind: "mlp" };
+  // @ts-expect-error environments are a closed union
+  const badEnv: Env = { name: "pong" };
+  // @ts-expect-error a custom environment needs its WGSL
+  const noWgsl: Env = { name: "custom", stateSize: 2, observations: 2 };
+  // @ts-expect-error generations are required
+  await sim.evolve(params, { sigma: 0.1 });
+  console.log(badPolicy, badEnv, noWgsl);
+  return evolved;
 }
