@@ -60,12 +60,6 @@ async fn gpu_matches_cpu_reference() {
         (Env::Rastrigin { dim: 30 }, Policy::Linear, 1, 5.12),
     ];
     for (i, (env, policy, episode_length, scale)) in cases.into_iter().enumerate() {
-        // Chromium on SwiftShader: compiling the Acrobot kernels (four inlined RK4 stages in the
-        // episode loop) took its GPU process past 13 GB and out of memory (2026-11-24); Acrobot
-        // is checked natively here and on the H200 until its kernel is restructured.
-        if cfg!(target_arch = "wasm32") && env == Env::Acrobot {
-            continue;
-        }
         let spec = PopulationSpec {
             env: env.clone(),
             policy,

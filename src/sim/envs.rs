@@ -146,13 +146,17 @@ fn acrobot(s: &State, action: f32) -> Step {
     const MAX_VEL_1: f32 = 4.0 * PI;
     const MAX_VEL_2: f32 = 9.0 * PI;
     let torque = action - 1.0; // actions 0, 1, 2: torque -1, 0, +1
-    let add = |y: [f32; 4], k: [f32; 4], h: f32| std::array::from_fn(|i| y[i] + h * k[i]);
-    let k1 = acrobot_dsdt(*s, torque);
-    let k2 = acrobot_dsdt(add(*s, k1, DT / 2.0), torque);
-    let k3 = acrobot_dsdt(add(*s, k2, DT / 2.0), torque);
-    let k4 = acrobot_dsdt(add(*s, k3, DT), torque);
-    let y: [f32; 4] =
-        std::array::from_fn(|i| s[i] + DT / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]));
+                               // RK4, k1 + 2 k2 + 2 k3 + k4 accumulated stage by stage (as the WGSL loop does).
+    let mut k = [0.0f32; 4];
+    let mut acc = [0.0f32; 4];
+    for (h, w) in [(0.0, 1.0), (DT / 2.0, 2.0), (DT / 2.0, 2.0), (DT, 1.0)] {
+        let at: [f32; 4] = std::array::from_fn(|i| s[i] + h * k[i]);
+        k = acrobot_dsdt(at, torque);
+        for i in 0..4 {
+            acc[i] += w * k[i];
+        }
+    }
+    let y: [f32; 4] = std::array::from_fn(|i| s[i] + DT / 6.0 * acc[i]);
     let state = [
         wrap(y[0]),
         wrap(y[1]),
