@@ -249,6 +249,10 @@ impl EsKernels {
         ctx.queue.submit([encoder.finish()]);
         let t = read_buffer(device, &ctx.queue, &theta, 0, n * 4).await?;
         let s = read_buffer(device, &ctx.queue, &stats, 0, u64::from(o.generations) * 16).await?;
+        // Freed now, not when a browser's garbage collector gets to them.
+        for b in [&theta, &params, &fitness, &weights, &stats] {
+            b.destroy();
+        }
         let s: &[f32] = bytemuck::cast_slice(&s);
         Ok(EsResult {
             theta: bytemuck::cast_slice(&t).to_vec(),

@@ -18,7 +18,6 @@ use crate::gpu::GpuContext;
 use crate::kernels::{compose, grid, max_groups, Pipeline, Slot};
 use crate::shaders;
 use serde::{Deserialize, Serialize};
-use wgpu::util::DeviceExt;
 
 /// How a population is stepped on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +50,17 @@ pub struct PopulationEvaluator {
     prelude: String,
     fused: Pipeline,
     step: Pipeline,
+    /// The population's buffers, allocated once: `evaluate` writes the parameters into them
+    /// (one `writeBuffer`) instead of creating buffers per call, which browsers free only when
+    /// their garbage collector runs.
+    buffers: Buffers,
+}
+
+struct Buffers {
+    params: wgpu::Buffer,
+    fitness: wgpu::Buffer,
+    /// The unfused strategy's running state, `STRIDE` floats per member.
+    state: wgpu::Buffer,
 }
 
 fn env_source(env: &Env) -> &str {
@@ -137,11 +147,33 @@ const ACTION_SCALE: f32 = {scale:?};
                 })
             }
         };
+        let pop = u64::from(spec.population);
+        let bytes = pop * u64::from(spec.parameters()) * 4;
+        let limit = ctx.device.limits().max_storage_buffer_binding_size;
+        if bytes > limit {
+            return Err(FuselmError::LimitExceeded {
+                limit: "maxStorageBufferBindingSize (population × parameters)",
+                needed: bytes,
+                available: limit,
+            });
+        }
+        let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("sim params"),
+            size: bytes.max(16).div_ceil(16) * 16,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let stride = u64::from(spec.env.state_len()) + 4;
         Ok(Self {
             spec: spec.clone(),
             prelude: prelude.clone(),
             fused: build("sim_rollout", shaders::SIM_ROLLOUT).await?,
             step: build("sim_step", shaders::SIM_STEP).await?,
+            buffers: Buffers {
+                params,
+                fitness: storage(ctx, "sim fitness", pop * 8),
+                state: storage(ctx, "sim state", pop * stride * 4),
+            },
         })
     }
 
@@ -189,6 +221,9 @@ const ACTION_SCALE: f32 = {scale:?};
     }
 
     /// Every member's fitness for `params` (`population × parameters` floats) and `seed`.
+    /// Calls share the evaluator's buffers: overlapping calls from one thread are safe (each
+    /// writes and submits without awaiting in between); from several threads, use one
+    /// evaluator per thread.
     pub async fn evaluate(
         &self,
         ctx: &GpuContext,
@@ -199,28 +234,15 @@ const ACTION_SCALE: f32 = {scale:?};
         self.spec.check_params(params)?;
         let device = &ctx.device;
         let pop = u64::from(self.spec.population);
-        let bytes = (params.len() as u64 * 4).max(16);
-        let limit = device.limits().max_storage_buffer_binding_size;
-        if bytes > limit {
-            return Err(FuselmError::LimitExceeded {
-                limit: "maxStorageBufferBindingSize (population × parameters)",
-                needed: bytes,
-                available: limit,
-            });
-        }
-        let mut padded = params.to_vec();
-        padded.resize(padded.len().max(4), 0.0);
-        let params_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("sim params"),
-            contents: bytemuck::cast_slice(&padded),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
+        let params_buf = &self.buffers.params;
+        ctx.queue
+            .write_buffer(params_buf, 0, bytemuck::cast_slice(params));
         let (x, y) = grid(pop.div_ceil(u64::from(WORKGROUP)), max_groups(ctx))?;
         let groups = [x, y, 1];
         let rastrigin = matches!(self.spec.env, Env::Rastrigin { .. });
         let mut encoder = device.create_command_encoder(&Default::default());
         let (out, out_bytes, stride) = if strategy == SimStrategy::Fused || rastrigin {
-            let fitness = storage(ctx, "sim fitness", pop * 8);
+            let fitness = &self.buffers.fitness;
             let bound = self.fused.bind(
                 ctx,
                 &SimParams {
@@ -229,7 +251,7 @@ const ACTION_SCALE: f32 = {scale:?};
                     episode: self.spec.episode_length,
                     _pad: 0,
                 },
-                &[&params_buf, &fitness],
+                &[params_buf, fitness],
             )?;
             let mut pass = encoder.begin_compute_pass(&Default::default());
             bound.dispatch(&mut pass, groups);
@@ -237,7 +259,7 @@ const ACTION_SCALE: f32 = {scale:?};
             (fitness, pop * 8, 2)
         } else {
             let stride = u64::from(self.spec.env.state_len()) + 4;
-            let state = storage(ctx, "sim state", pop * stride * 4);
+            let state = &self.buffers.state;
             let first = self.step.bind(
                 ctx,
                 &SimParams {
@@ -246,7 +268,7 @@ const ACTION_SCALE: f32 = {scale:?};
                     episode: self.spec.episode_length,
                     _pad: 0,
                 },
-                &[&params_buf, &state],
+                &[params_buf, state],
             )?;
             let rest = self.step.bind(
                 ctx,
@@ -256,7 +278,7 @@ const ACTION_SCALE: f32 = {scale:?};
                     episode: self.spec.episode_length,
                     _pad: 0,
                 },
-                &[&params_buf, &state],
+                &[params_buf, state],
             )?;
             let mut pass = encoder.begin_compute_pass(&Default::default());
             first.dispatch(&mut pass, groups);
@@ -267,7 +289,9 @@ const ACTION_SCALE: f32 = {scale:?};
             (state, pop * stride * 4, stride as usize)
         };
         ctx.queue.submit([encoder.finish()]);
-        let raw = read_buffer(device, &ctx.queue, &out, 0, out_bytes).await?;
+        // Nothing awaits between the parameters' write and this submission, so calls that
+        // overlap on one thread cannot interleave their use of the shared buffers.
+        let raw = read_buffer(device, &ctx.queue, out, 0, out_bytes).await?;
         let words: &[u32] = bytemuck::cast_slice(&raw);
         let bk = self.spec.env.state_len() as usize; // the unfused state's bookkeeping
         Ok(words
