@@ -13,9 +13,9 @@
 
 use super::{Env, Fitness, Policy, PopulationSpec};
 use crate::error::{FuselmError, Result};
-use crate::gpu::read_buffer;
 use crate::gpu::GpuContext;
-use crate::kernels::{compose, grid, max_groups, Pipeline, Slot};
+use crate::gpu::StagedRead;
+use crate::kernels::{compose, grid, max_groups, Bound, Pipeline, Slot};
 use crate::shaders;
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +49,6 @@ pub struct PopulationEvaluator {
     /// The constants every simulation kernel of this spec starts with.
     prelude: String,
     fused: Pipeline,
-    step: Pipeline,
     /// The population's buffers, allocated once: `evaluate` writes the parameters into them
     /// (one `writeBuffer`) instead of creating buffers per call, which browsers free only when
     /// their garbage collector runs.
@@ -61,6 +60,18 @@ struct Buffers {
     fitness: wgpu::Buffer,
     /// The unfused strategy's running state, `STRIDE` floats per member.
     state: wgpu::Buffer,
+    /// The kernels' uniforms (`SimParams`), written per call: `first` = 1 (the fused rollout,
+    /// the unfused first step) and `first` = 0 (the other steps).
+    uniform_first: wgpu::Buffer,
+    uniform_rest: wgpu::Buffer,
+    /// The bind groups over these buffers, made once.
+    calls: Calls,
+}
+
+struct Calls {
+    fused: Bound,
+    step_first: Bound,
+    step_rest: Bound,
 }
 
 fn env_source(env: &Env) -> &str {
@@ -164,15 +175,35 @@ const ACTION_SCALE: f32 = {scale:?};
             mapped_at_creation: false,
         });
         let stride = u64::from(spec.env.state_len()) + 4;
+        let uniform = |label| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: std::mem::size_of::<SimParams>() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let (uniform_first, uniform_rest) = (uniform("sim first"), uniform("sim rest"));
+        let fitness = storage(ctx, "sim fitness", pop * 8);
+        let state = storage(ctx, "sim state", pop * stride * 4);
+        let fused = build("sim_rollout", shaders::SIM_ROLLOUT).await?;
+        let step = build("sim_step", shaders::SIM_STEP).await?;
+        let calls = Calls {
+            fused: fused.bind_plain(ctx, &[&uniform_first, &params, &fitness])?,
+            step_first: step.bind_plain(ctx, &[&uniform_first, &params, &state])?,
+            step_rest: step.bind_plain(ctx, &[&uniform_rest, &params, &state])?,
+        };
         Ok(Self {
             spec: spec.clone(),
             prelude: prelude.clone(),
-            fused: build("sim_rollout", shaders::SIM_ROLLOUT).await?,
-            step: build("sim_step", shaders::SIM_STEP).await?,
+            fused,
             buffers: Buffers {
                 params,
-                fitness: storage(ctx, "sim fitness", pop * 8),
-                state: storage(ctx, "sim state", pop * stride * 4),
+                fitness,
+                state,
+                uniform_first,
+                uniform_rest,
+                calls,
             },
         })
     }
@@ -234,64 +265,46 @@ const ACTION_SCALE: f32 = {scale:?};
         self.spec.check_params(params)?;
         let device = &ctx.device;
         let pop = u64::from(self.spec.population);
-        let params_buf = &self.buffers.params;
         ctx.queue
-            .write_buffer(params_buf, 0, bytemuck::cast_slice(params));
+            .write_buffer(&self.buffers.params, 0, bytemuck::cast_slice(params));
         let (x, y) = grid(pop.div_ceil(u64::from(WORKGROUP)), max_groups(ctx))?;
         let groups = [x, y, 1];
         let rastrigin = matches!(self.spec.env, Env::Rastrigin { .. });
+        let calls = &self.buffers.calls;
+        for (uniform, first) in [
+            (&self.buffers.uniform_first, 1),
+            (&self.buffers.uniform_rest, 0),
+        ] {
+            let p = SimParams {
+                seed,
+                first,
+                episode: self.spec.episode_length,
+                _pad: 0,
+            };
+            ctx.queue.write_buffer(uniform, 0, bytemuck::bytes_of(&p));
+        }
         let mut encoder = device.create_command_encoder(&Default::default());
         let (out, out_bytes, stride) = if strategy == SimStrategy::Fused || rastrigin {
-            let fitness = &self.buffers.fitness;
-            let bound = self.fused.bind(
-                ctx,
-                &SimParams {
-                    seed,
-                    first: 1,
-                    episode: self.spec.episode_length,
-                    _pad: 0,
-                },
-                &[params_buf, fitness],
-            )?;
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            bound.dispatch(&mut pass, groups);
+            calls.fused.dispatch(&mut pass, groups);
             drop(pass);
-            (fitness, pop * 8, 2)
+            (&self.buffers.fitness, pop * 8, 2)
         } else {
             let stride = u64::from(self.spec.env.state_len()) + 4;
-            let state = &self.buffers.state;
-            let first = self.step.bind(
-                ctx,
-                &SimParams {
-                    seed,
-                    first: 1,
-                    episode: self.spec.episode_length,
-                    _pad: 0,
-                },
-                &[params_buf, state],
-            )?;
-            let rest = self.step.bind(
-                ctx,
-                &SimParams {
-                    seed,
-                    first: 0,
-                    episode: self.spec.episode_length,
-                    _pad: 0,
-                },
-                &[params_buf, state],
-            )?;
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            first.dispatch(&mut pass, groups);
+            calls.step_first.dispatch(&mut pass, groups);
             for _ in 1..self.spec.episode_length {
-                rest.dispatch(&mut pass, groups);
+                calls.step_rest.dispatch(&mut pass, groups);
             }
             drop(pass);
-            (state, pop * stride * 4, stride as usize)
+            (&self.buffers.state, pop * stride * 4, stride as usize)
         };
-        ctx.queue.submit([encoder.finish()]);
+        // The fitness copy rides in the same submission as the work (one submit, one map).
         // Nothing awaits between the parameters' write and this submission, so calls that
         // overlap on one thread cannot interleave their use of the shared buffers.
-        let raw = read_buffer(device, &ctx.queue, out, 0, out_bytes).await?;
+        let read = StagedRead::copy(device, &mut encoder, out, 0, out_bytes);
+        let index = ctx.queue.submit([encoder.finish()]);
+        let raw = read.submitted(index).read(device).await?;
         let words: &[u32] = bytemuck::cast_slice(&raw);
         let bk = self.spec.env.state_len() as usize; // the unfused state's bookkeeping
         Ok(words
