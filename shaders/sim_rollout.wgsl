@@ -38,6 +38,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     policy_load(base);
+    policy_reset();
     let pbase = select(base, 0u, PRIVATE_PARAMS);
     var s = env_init(p.seed, member);
     var total = 0.0;

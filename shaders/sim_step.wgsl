@@ -1,7 +1,7 @@
 // Unfused simulation, the baseline: one dispatch advances every member by ONE step, as a
 // framework stepping a vectorised environment does; the host records one per step of the episode. Each
-// member's running state lives in `state` between dispatches, STRIDE = STATE_LEN + 4 floats:
-// (s[0..STATE_LEN], total reward, steps, done (1.0 / 0.0), pad); steps are counted in f32, exact below 2^24. The first dispatch (p.first = 1) also draws the initial state. Same environment,
+// member's running state lives in `state` between dispatches, STRIDE = STATE_LEN + 4 + RNN floats:
+// (s[0..STATE_LEN], total reward, steps, done (1.0 / 0.0), pad, a recurrent policy's h[0..RNN]); steps are counted in f32, exact below 2^24. The first dispatch (p.first = 1) also draws the initial state. Same environment,
 // policy and arithmetic as sim_rollout.wgsl, so both give identical results.
 
 struct Params {
@@ -26,9 +26,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     var s: array<f32, STATE_LEN>;
     var total = 0.0;
     var steps = 0u;
+    policy_reset();
     if p.first == 1u {
         s = env_init(p.seed, member);
     } else {
+        for (var i = 0u; i < RNN; i++) {
+            ph[i] = state[bk + 4u + i];
+        }
         if state[bk + 2u] != 0.0 {
             return;
         }
@@ -47,4 +51,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     state[bk] = total + r.reward;
     state[bk + 1u] = f32(steps + 1u);
     state[bk + 2u] = select(0.0, 1.0, r.terminated);
+    for (var i = 0u; i < RNN; i++) {
+        state[bk + 4u + i] = ph[i];
+    }
 }

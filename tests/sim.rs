@@ -58,6 +58,8 @@ async fn gpu_matches_cpu_reference() {
         (Env::Pendulum, Policy::Linear, 200, 1.0),
         (Env::Pendulum, Policy::Mlp { hidden: 16 }, 200, 1.0),
         (Env::Rastrigin { dim: 30 }, Policy::Linear, 1, 5.12),
+        (Env::CartPole, Policy::Recurrent { hidden: 8 }, 500, 1.0),
+        (Env::Pendulum, Policy::Recurrent { hidden: 4 }, 200, 1.0),
     ];
     for (i, (env, policy, episode_length, scale)) in cases.into_iter().enumerate() {
         let spec = PopulationSpec {
@@ -85,6 +87,17 @@ async fn gpu_matches_cpu_reference() {
             }
         }
         let cpu = evaluate_cpu(&spec, &p).expect("cpu");
+        if let Policy::Recurrent { hidden } = policy {
+            // The recurrent weights matter: without them (Wh = 0) the episodes change.
+            let (o, h) = (env.observations() as usize, hidden as usize);
+            let n = spec.parameters() as usize;
+            let mut forgetful = p.clone();
+            for m in forgetful.chunks_mut(n) {
+                m[h * o..h * o + h * h].fill(0.0);
+            }
+            let without = evaluate_cpu(&spec, &forgetful).expect("cpu");
+            assert_ne!(without, cpu, "{env:?}: the recurrent state changes nothing");
+        }
         let eval = PopulationEvaluator::new(&ctx, &spec)
             .await
             .expect("compile");

@@ -90,9 +90,10 @@ impl PopulationEvaluator {
     pub async fn new(ctx: &GpuContext, spec: &PopulationSpec) -> Result<Self> {
         spec.validate()?;
         let hidden = match spec.policy {
-            Policy::Linear => 0,
             Policy::Mlp { hidden } => hidden,
+            Policy::Linear | Policy::Recurrent { .. } => 0,
         };
+        let rnn = spec.policy.recurrent_len();
         // Parameters kept in registers for the whole episode when they are few (the policy's;
         // Rastrigin's point is read where it is).
         let private = spec.parameters() <= 256 && !matches!(spec.env, Env::Rastrigin { .. });
@@ -111,6 +112,8 @@ const STATE_LEN: u32 = {state_len}u;
 const OBS_LEN: u32 = {obs_len}u;
 const OUT_LEN: u32 = {out_len}u;
 const STRIDE: u32 = {stride}u;
+const RNN: u32 = {rnn}u;
+const RNN_LEN: u32 = {rnn_len}u;
 const ACTION_SCALE: f32 = {scale:?};
 ",
             pop = spec.population,
@@ -125,7 +128,8 @@ const ACTION_SCALE: f32 = {scale:?};
             state_len = spec.env.state_len(),
             obs_len = spec.env.obs_len(),
             out_len = spec.env.outputs().max(1),
-            stride = spec.env.state_len() + 4,
+            stride = spec.env.state_len() + 4 + rnn,
+            rnn_len = rnn.max(1),
             scale = spec.env.action_scale(),
         );
         let source = |kernel: &str| {
@@ -174,7 +178,7 @@ const ACTION_SCALE: f32 = {scale:?};
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let stride = u64::from(spec.env.state_len()) + 4;
+        let stride = u64::from(spec.env.state_len() + 4 + spec.policy.recurrent_len());
         let uniform = |label| {
             ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -290,7 +294,8 @@ const ACTION_SCALE: f32 = {scale:?};
             drop(pass);
             (&self.buffers.fitness, pop * 8, 2)
         } else {
-            let stride = u64::from(self.spec.env.state_len()) + 4;
+            let stride =
+                u64::from(self.spec.env.state_len() + 4 + self.spec.policy.recurrent_len());
             let mut pass = encoder.begin_compute_pass(&Default::default());
             calls.step_first.dispatch(&mut pass, groups);
             for _ in 1..self.spec.episode_length {

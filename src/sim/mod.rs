@@ -221,10 +221,26 @@ pub enum Policy {
     Linear,
     /// outputs = W2 tanh(W1 obs + b1) + b2, `hidden` units (W1, b1, W2, b2 in that order).
     Mlp { hidden: u32 },
+    /// A recurrent (Elman) cell: h = tanh(Wx obs + Wh h_prev + b), outputs = Wo h + bo, with
+    /// `hidden` units carried from step to step (zero at the episode's start); Wx, Wh, b, Wo, bo
+    /// in that order.
+    Recurrent { hidden: u32 },
 }
 
 /// Largest MLP hidden layer the kernels keep in registers.
 pub const MAX_HIDDEN: u32 = 64;
+/// Largest recurrent state (it also lives in the unfused strategy's state buffer).
+pub const MAX_RECURRENT: u32 = 16;
+
+impl Policy {
+    /// The recurrent state's length (0 without one).
+    pub fn recurrent_len(&self) -> u32 {
+        match self {
+            Policy::Recurrent { hidden } => *hidden,
+            _ => 0,
+        }
+    }
+}
 
 impl Policy {
     /// Parameters per member for `env` (Rastrigin: its dimension).
@@ -234,6 +250,9 @@ impl Policy {
             (Env::Rastrigin { dim }, _) => *dim,
             (_, Policy::Linear) => a * o + a,
             (_, Policy::Mlp { hidden }) => hidden * o + hidden + a * hidden + a,
+            (_, Policy::Recurrent { hidden }) => {
+                hidden * o + hidden * hidden + hidden + a * hidden + a
+            }
         }
     }
 }
@@ -276,6 +295,13 @@ impl PopulationSpec {
             if hidden == 0 || hidden > MAX_HIDDEN {
                 return bad(format!(
                     "policy hidden units must be 1..={MAX_HIDDEN}, got {hidden}"
+                ));
+            }
+        }
+        if let Policy::Recurrent { hidden } = self.policy {
+            if hidden == 0 || hidden > MAX_RECURRENT {
+                return bad(format!(
+                    "recurrent policy hidden units must be 1..={MAX_RECURRENT}, got {hidden}"
                 ));
             }
         }
@@ -402,11 +428,12 @@ fn run_episode(
         };
     }
     let mut state = envs::init(&spec.env, spec.seed, member);
+    let mut memory = [0f32; MAX_RECURRENT as usize];
     let mut total = 0.0f32;
     let mut steps = 0;
     for _ in 0..spec.episode_length {
         let obs = envs::observe(&spec.env, &state);
-        let action = policy::act(spec.policy, &spec.env, params, &obs);
+        let action = policy::act(spec.policy, &spec.env, params, &obs, &mut memory);
         let s = envs::step(&spec.env, &state, action);
         record(&s.state, action, s.reward);
         total += s.reward;

@@ -402,6 +402,7 @@ const pointMass: CustomEnv = {
 export async function simulate(): Promise<EvolutionResult> {
   const envs: Env[] = [{ name: "cart-pole" }, { name: "rastrigin", dim: 10 }, { name: "custom", ...pointMass }];
   const policy: Policy = { kind: "mlp", hidden: 16 };
+  const recurrent: Policy = { kind: "recurrent", hidden: 8 };
   const options: SimulationOptions = { env: envs[0] ?? { name: "pendulum" }, policy, population: 1000, episodeLength: 500 };
   const sim: Simulation = await createSimulation(options);
   const info: SimulationInfo = sim.info;
@@ -421,7 +422,7 @@ export async function simulate(): Promise<EvolutionResult> {
   const benchOptions: SimBenchOptions = { populations: [1000], episodeLengths: [200], runs: 3 };
   const report: SimBenchReport = await simBench(benchOptions);
   const rows: SimBenchRow[] = report.rows;
-  console.log(rewards, steps, strategy, raw, fitness.totalReward, trace.states.length, once.elapsedMs, rows, envs);
+  console.log(recurrent, rewards, steps, strategy, raw, fitness.totalReward, trace.states.length, once.elapsedMs, rows, envs);
   sim.free();
   // @ts-expect-error strategies are a closed union
   await sim.evaluate(params, { strategy: "megakernel" });
