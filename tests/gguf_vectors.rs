@@ -4,9 +4,9 @@
 mod common;
 
 use fuselm::gguf::{
-    dequantize, dequantize_row_into, f16_to_f32, f32_to_f16, quantize_bf16, quantize_q4_0,
-    quantize_q4_1, quantize_q4_k, quantize_q5_0, quantize_q5_1, quantize_q5_k, quantize_q6_k,
-    quantize_q8_0, GgmlType, GgufError,
+    dequantize, dequantize_row_into, f16_to_f32, f32_to_f16, quantize_bf16, quantize_q2_k,
+    quantize_q3_k, quantize_q4_0, quantize_q4_1, quantize_q4_k, quantize_q5_0, quantize_q5_1,
+    quantize_q5_k, quantize_q6_k, quantize_q8_0, GgmlType, GgufError,
 };
 use serde_json::Value;
 
@@ -24,6 +24,8 @@ fn fixture(name: &str) -> Value {
         "dequant_Q5_0.json" => include_str!("fixtures/gguf/dequant_Q5_0.json"),
         "dequant_Q5_1.json" => include_str!("fixtures/gguf/dequant_Q5_1.json"),
         "dequant_Q5_K.json" => include_str!("fixtures/gguf/dequant_Q5_K.json"),
+        "dequant_Q2_K.json" => include_str!("fixtures/gguf/dequant_Q2_K.json"),
+        "dequant_Q3_K.json" => include_str!("fixtures/gguf/dequant_Q3_K.json"),
         "quant_Q5_0.json" => include_str!("fixtures/gguf/quant_Q5_0.json"),
         "quant_Q5_1.json" => include_str!("fixtures/gguf/quant_Q5_1.json"),
         "quant_Q8_0.json" => include_str!("fixtures/gguf/quant_Q8_0.json"),
@@ -105,7 +107,13 @@ cross_test!(
 
 fn check_dequant_k_quants_match_gguf_py() {
     // Same f32 operation order as ggml, so these are in fact bit-exact; 1e-6 is the contract.
-    for ty in [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K] {
+    for ty in [
+        GgmlType::Q2_K,
+        GgmlType::Q3_K,
+        GgmlType::Q4_K,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
+    ] {
         check_dequant(ty, 1e-6);
         check_dequant(ty, 0.0);
     }
@@ -277,8 +285,9 @@ cross_test!(dequant_size_errors, check_dequant_size_errors);
 
 /// The plain K-quant and BF16 quantizers (synthetic models and tests) round-trip through the
 /// dequantizers within their step: Q4_K's 4-bit steps of ≤ 2/15 plus its 6-bit scales (Q5_K's
-/// 5-bit steps, half that), Q6_K's
-/// 6-bit steps of ≤ 1/31, BF16's 8-bit mantissa. A zero-padded partial superblock and an
+/// 5-bit steps, half that), Q6_K's 6-bit steps of ≤ 1/31, Q2_K's 2-bit steps of ≤ 2/3 with
+/// 4-bit scales and mins, Q3_K's steps of ≤ 1/4 (absmax over -4..3: the largest positive
+/// value clamps to 3 steps), BF16's 8-bit mantissa. A zero-padded partial superblock and an
 /// all-zero one decode to zeros.
 fn check_k_quantizers_round_trip() {
     let mut s = 0x1234_5678u32;
@@ -295,6 +304,8 @@ fn check_k_quantizers_round_trip() {
         (GgmlType::Q4_K, quantize_q4_k(&x), 0.1f32),
         (GgmlType::Q5_K, quantize_q5_k(&x), 0.05),
         (GgmlType::Q6_K, quantize_q6_k(&x), 0.025),
+        (GgmlType::Q2_K, quantize_q2_k(&x), 0.45),
+        (GgmlType::Q3_K, quantize_q3_k(&x), 0.3),
     ] {
         assert_eq!(bytes.len(), 3 * ty.block_bytes(), "{ty}");
         let y = dequantize(ty, &bytes, 768).unwrap();
@@ -311,6 +322,8 @@ fn check_k_quantizers_round_trip() {
             &(match ty {
                 GgmlType::Q4_K => quantize_q4_k(&[0.0; 256]),
                 GgmlType::Q5_K => quantize_q5_k(&[0.0; 256]),
+                GgmlType::Q2_K => quantize_q2_k(&[0.0; 256]),
+                GgmlType::Q3_K => quantize_q3_k(&[0.0; 256]),
                 _ => quantize_q6_k(&[0.0; 256]),
             }),
             256,

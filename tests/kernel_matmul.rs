@@ -21,7 +21,11 @@ fn shapes(format: WeightFormat) -> Vec<(usize, usize)> {
             vec![(100, 33), (33, 100), (576, 576), (8, 7)]
         }
         // 256-value superblocks: k is a multiple of 256.
-        WeightFormat::Q4_K | WeightFormat::Q5_K | WeightFormat::Q6_K => {
+        WeightFormat::Q2_K
+        | WeightFormat::Q3_K
+        | WeightFormat::Q4_K
+        | WeightFormat::Q5_K
+        | WeightFormat::Q6_K => {
             vec![(256, 33), (768, 300), (1536, 100)]
         }
         _ => vec![(64, 33), (576, 1536), (1536, 576), (96, 100)],
@@ -175,7 +179,11 @@ gpu_test!(matmul_all_formats_match_reference, matmul_all_formats);
 /// formats; K-quants' k is a multiple of 256).
 fn tile_edges(format: WeightFormat) -> Vec<(usize, usize, usize)> {
     match format {
-        WeightFormat::Q4_K | WeightFormat::Q5_K | WeightFormat::Q6_K => {
+        WeightFormat::Q2_K
+        | WeightFormat::Q3_K
+        | WeightFormat::Q4_K
+        | WeightFormat::Q5_K
+        | WeightFormat::Q6_K => {
             vec![(256, 100, 33), (768, 97, 128), (256, 31, 7)]
         }
         WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 => vec![

@@ -27,6 +27,8 @@ async fn embed_all_formats() {
         (WeightFormat::Q5_0, 96, 50, None),
         (WeightFormat::Q5_1, 576, 300, Some(20_000)),
         (WeightFormat::BF16, 33, 100, None),
+        (WeightFormat::Q2_K, 256, 90, None),
+        (WeightFormat::Q3_K, 512, 70, Some(9_000)),
         (WeightFormat::Q4_K, 256, 100, None),
         (WeightFormat::Q5_K, 512, 70, Some(20_000)),
         (WeightFormat::Q6_K, 512, 60, Some(20_000)),

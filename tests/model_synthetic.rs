@@ -83,6 +83,21 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
             },
         ),
         (
+            "q2_k/q3_k, GQA 2:1, tied Q3_K embedding",
+            SyntheticSpec {
+                n_layers: 2,
+                n_embd: 256,
+                n_ff: 512,
+                n_head: 4,
+                n_head_kv: 2,
+                matrix_types: vec![GgmlType::Q2_K, GgmlType::Q3_K],
+                embedding_type: GgmlType::Q3_K,
+                tied: true,
+                seed: 10,
+                ..SyntheticSpec::default()
+            },
+        ),
+        (
             "qwen2: Q/K/V biases, NeoX RoPE",
             SyntheticSpec {
                 arch: "qwen2",

@@ -77,6 +77,8 @@ pub fn dequantize_row_into(ty: GgmlType, data: &[u8], out: &mut [f32]) -> Result
         GgmlType::Q4_1 => blocks.for_each(|(b, y)| q4_1(b, y)),
         GgmlType::Q5_0 => blocks.for_each(|(b, y)| q5_0(b, y)),
         GgmlType::Q5_1 => blocks.for_each(|(b, y)| q5_1(b, y)),
+        GgmlType::Q2_K => blocks.for_each(|(b, y)| q2_k(b, y)),
+        GgmlType::Q3_K => blocks.for_each(|(b, y)| q3_k(b, y)),
         GgmlType::Q4_K => blocks.for_each(|(b, y)| q4_k(b, y)),
         GgmlType::Q5_K => blocks.for_each(|(b, y)| q5_k(b, y)),
         GgmlType::Q6_K => blocks.for_each(|(b, y)| q6_k(b, y)),
@@ -150,6 +152,68 @@ pub fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
             (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4),
             (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
         )
+    }
+}
+
+/// block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin }: sixteen 16-value sub-blocks, each
+/// with a 4-bit scale (low nibble) and 4-bit min (high nibble). Half h (128 values) uses quant
+/// bytes 32h..32h + 32; its j-th 32 values take bits 2j..2j+1 of them, the first 16 from bytes
+/// 0..16 (scale 8h + 2j), the next 16 from bytes 16..32 (scale 8h + 2j + 1).
+/// x = (d * sc) * q - dmin * m.
+fn q2_k(b: &[u8], y: &mut [f32]) {
+    let (d, dmin) = (f16_at(b, 80), f16_at(b, 82));
+    let mut i = 0;
+    for half in 0..2 {
+        let q = &b[16 + 32 * half..16 + 32 * half + 32];
+        for j in 0..4 {
+            for sub in 0..2 {
+                let sc = b[8 * half + 2 * j + sub];
+                let dl = d * f32::from(sc & 0x0f);
+                let ml = dmin * f32::from(sc >> 4);
+                for &qb in &q[16 * sub..16 * sub + 16] {
+                    y[i] = dl * f32::from((qb >> (2 * j)) & 3) - ml;
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Q3_K's sixteen 6-bit scales from its 12 packed bytes (ggml's kmask unpacking): scale i has
+/// its low 4 bits in the low (i < 8) or high (i >= 8) nibble of byte i % 8, and its top 2 bits
+/// at bits 2 (i / 4)..+1 of byte 8 + i % 4. Stored + 32.
+pub fn q3_k_scale(packed: &[u8], i: usize) -> u8 {
+    let lo = if i < 8 {
+        packed[i] & 0x0f
+    } else {
+        packed[i - 8] >> 4
+    };
+    let hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    lo | (hi << 4)
+}
+
+/// block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d }: as Q2_K's layout of low bits
+/// (sub-block 8h + 2j + sub, bits 2j of quant byte 32h + 16 sub + l), plus a high bit per value
+/// in hmask[16 sub + l] at bit 4h + j; q = low - (high bit set ? 0 : 4) in -4..3 and
+/// x = (d * (scale - 32)) * q.
+fn q3_k(b: &[u8], y: &mut [f32]) {
+    let d = f16_at(b, 108);
+    let (hmask, scales) = (&b[0..32], &b[96..108]);
+    let mut i = 0;
+    for half in 0..2 {
+        let q = &b[32 + 32 * half..32 + 32 * half + 32];
+        for j in 0..4 {
+            let m = 1u8 << (4 * half + j);
+            for sub in 0..2 {
+                let dl = d * f32::from(q3_k_scale(scales, 8 * half + 2 * j + sub) as i8 - 32);
+                for l in 0..16 {
+                    let low = ((q[16 * sub + l] >> (2 * j)) & 3) as i8;
+                    let high = if hmask[16 * sub + l] & m != 0 { 0 } else { 4 };
+                    y[i] = dl * f32::from(low - high);
+                    i += 1;
+                }
+            }
+        }
     }
 }
 

@@ -27,7 +27,7 @@
 //!
 //! # Tensor types
 //! [`GgmlType`] lists the types this crate decodes: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
-//! Q5_1, Q4_K, Q5_K, Q6_K. Other ggml types with a known block layout (Q2_K, IQ4_XS, ...) still
+//! Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. Other ggml types with a known block layout (Q8_K, IQ4_XS, ...) still
 //! parse, so a
 //! header can be inspected; their `TensorInfo::ty` is `None` and
 //! [`TensorInfo::ggml_type`] / [`dequantize_tensor`] / [`ModelConfig::from_gguf`] fail with
@@ -58,7 +58,7 @@ mod stream;
 mod tensor_type;
 mod writer;
 
-pub use dequant::{dequantize, dequantize_row_into, dequantize_tensor, scale_min_k4};
+pub use dequant::{dequantize, dequantize_row_into, dequantize_tensor, q3_k_scale, scale_min_k4};
 pub use error::GgufError;
 pub use f16::{bf16_to_f32, f16_to_f32, f32_to_f16};
 pub use metadata::{Metadata, MetadataArray, MetadataValue, ValueType};
@@ -66,8 +66,8 @@ pub use model_config::{
     layer_tensor, FfnActivation, ModelConfig, RopeScaling, RopeStyle, SlidingWindow, LAYER_TENSORS,
 };
 pub use quantize::{
-    quantize_bf16, quantize_q4_0, quantize_q4_1, quantize_q4_k, quantize_q5_0, quantize_q5_1,
-    quantize_q5_k, quantize_q6_k, quantize_q8_0,
+    quantize_bf16, quantize_q2_k, quantize_q3_k, quantize_q4_0, quantize_q4_1, quantize_q4_k,
+    quantize_q5_0, quantize_q5_1, quantize_q5_k, quantize_q6_k, quantize_q8_0,
 };
 pub use reader::{
     Gguf, TensorInfo, DEFAULT_ALIGNMENT, DEFAULT_MAX_HEADER_BYTES, MAX_ARRAY_DEPTH, MAX_DIMS,

@@ -233,6 +233,107 @@ pub fn quantize_q5_k(x: &[f32]) -> Vec<u8> {
     out
 }
 
+/// A plain min/max Q2_K quantizer (not ggml's `make_qkx2_quants`), for synthetic models and
+/// tests: per 16 values a scale s_i = (max - min) / 3 and offset o_i = max(0, -min), stored as
+/// 4-bit sc_i = round(s_i / d), m_i = round(o_i / dmin) with d = max s / 15, dmin = max o / 15;
+/// q = round((x + dmin m_i) / (d sc_i)) in 0..=3, in ggml's layout. Lengths are zero-padded to 256.
+pub fn quantize_q2_k(x: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.len().div_ceil(256) * 84);
+    let rounded = |v: f32| super::f16::f16_to_f32(f32_to_f16(v));
+    let four = |v: f32, by: f32| {
+        if by > 0.0 {
+            (v / by).round().clamp(0.0, 15.0) as u8
+        } else {
+            0
+        }
+    };
+    for b in superblocks(x) {
+        let (mut s, mut o) = ([0.0f32; 16], [0.0f32; 16]);
+        for (i, sub) in b.chunks_exact(16).enumerate() {
+            let min = sub.iter().fold(f32::MAX, |m, &v| m.min(v)).min(0.0);
+            let max = sub.iter().fold(-f32::MAX, |m, &v| m.max(v));
+            s[i] = (max - min) / 3.0;
+            o[i] = -min;
+        }
+        let d = rounded(s.iter().fold(0.0f32, |m, &v| m.max(v)) / 15.0);
+        let dmin = rounded(o.iter().fold(0.0f32, |m, &v| m.max(v)) / 15.0);
+        let sc = s.map(|v| four(v, d));
+        let m = o.map(|v| four(v, dmin));
+        out.extend((0..16).map(|i| sc[i] | (m[i] << 4)));
+        let mut qs = [0u8; 64];
+        for (v, &x) in b.iter().enumerate() {
+            let i = v / 16;
+            let step = d * f32::from(sc[i]);
+            let q = if step > 0.0 {
+                ((x + dmin * f32::from(m[i])) / step)
+                    .round()
+                    .clamp(0.0, 3.0) as u8
+            } else {
+                0
+            };
+            let (h, j, sub, l) = (v / 128, (v / 32) % 4, (v / 16) % 2, v % 16);
+            qs[32 * h + 16 * sub + l] |= q << (2 * j);
+        }
+        out.extend_from_slice(&qs);
+        out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+        out.extend_from_slice(&f32_to_f16(dmin).to_le_bytes());
+    }
+    out
+}
+
+/// A plain absmax Q3_K quantizer (not ggml's `make_q3_quants`), for synthetic models and tests:
+/// per 16 values a scale s_i = max|x| / 4, stored as a 6-bit signed sc_i = round(s_i / d) with
+/// d = max s / 31; q = round(x / (d sc_i)) in -4..=3, in ggml's hmask/qs/packed-scales layout.
+/// Lengths are zero-padded to 256.
+pub fn quantize_q3_k(x: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(x.len().div_ceil(256) * 110);
+    for b in superblocks(x) {
+        let s: Vec<f32> = b
+            .chunks_exact(16)
+            .map(|g| g.iter().fold(0.0f32, |m, &v| m.max(v.abs())) / 4.0)
+            .collect();
+        let d = super::f16::f16_to_f32(f32_to_f16(s.iter().fold(0.0f32, |m, &v| m.max(v)) / 31.0));
+        let sc: Vec<i8> = s
+            .iter()
+            .map(|&v| {
+                if d > 0.0 {
+                    (v / d).round().clamp(-32.0, 31.0) as i8
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let (mut hmask, mut qs) = ([0u8; 32], [0u8; 64]);
+        for (v, &x) in b.iter().enumerate() {
+            let step = d * f32::from(sc[v / 16]);
+            let q = if step != 0.0 {
+                (x / step).round().clamp(-4.0, 3.0) as i8
+            } else {
+                0
+            };
+            let u = (q + 4) as u8; // low 2 bits in qs, the third in hmask
+            let (h, j, sub, l) = (v / 128, (v / 32) % 4, (v / 16) % 2, v % 16);
+            qs[32 * h + 16 * sub + l] |= (u & 3) << (2 * j);
+            hmask[16 * sub + l] |= (u >> 2) << (4 * h + j);
+        }
+        let mut packed = [0u8; 12];
+        for (i, &v) in sc.iter().enumerate() {
+            let stored = (v + 32) as u8;
+            if i < 8 {
+                packed[i] |= stored & 0x0f;
+            } else {
+                packed[i - 8] |= (stored & 0x0f) << 4;
+            }
+            packed[8 + i % 4] |= (stored >> 4) << (2 * (i / 4));
+        }
+        out.extend_from_slice(&hmask);
+        out.extend_from_slice(&qs);
+        out.extend_from_slice(&packed);
+        out.extend_from_slice(&f32_to_f16(d).to_le_bytes());
+    }
+    out
+}
+
 /// A plain absmax Q6_K quantizer (not ggml's `make_qx_quants`), for synthetic models and
 /// tests: per 16 values a scale s_i = max|x| / 31, stored as i8 sc_i = round(s_i / d) with
 /// d = max s / 127; q = round(x / (d sc_i)) in -32..31, stored + 32 in ggml's ql/qh layout.

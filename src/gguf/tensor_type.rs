@@ -1,7 +1,7 @@
 //! ggml tensor element types and their block layouts.
 //!
 //! [`GgmlType`] lists only the types this crate can dequantize and run. Files may still
-//! contain other ggml types (Q2_K, IQ*, ...): for those we know the block geometry from
+//! contain other ggml types (Q8_K, IQ*, ...): for those we know the block geometry from
 //! `ggml.c`'s type traits, so the header stays fully inspectable (sizes, offsets, overlap
 //! checks) and only reading that tensor's data as numbers fails. Type ids absent from the
 //! table below cannot be sized at all and are rejected when the directory is parsed.
@@ -20,6 +20,8 @@ pub enum GgmlType {
     Q5_0 = 6,
     Q5_1 = 7,
     Q8_0 = 8,
+    Q2_K = 10,
+    Q3_K = 11,
     Q4_K = 12,
     Q5_K = 13,
     Q6_K = 14,
@@ -31,7 +33,7 @@ pub const QK_K: usize = 256;
 
 impl GgmlType {
     /// All supported types, in id order.
-    pub const ALL: [GgmlType; 11] = [
+    pub const ALL: [GgmlType; 13] = [
         GgmlType::F32,
         GgmlType::F16,
         GgmlType::Q4_0,
@@ -39,6 +41,8 @@ impl GgmlType {
         GgmlType::Q5_0,
         GgmlType::Q5_1,
         GgmlType::Q8_0,
+        GgmlType::Q2_K,
+        GgmlType::Q3_K,
         GgmlType::Q4_K,
         GgmlType::Q5_K,
         GgmlType::Q6_K,
@@ -96,8 +100,8 @@ pub(crate) fn layout(type_id: u32) -> Option<(u64, u64)> {
         7 => (32, 24),    // Q5_1: f16 d, f16 m, u32 qh + 16 nibble bytes
         8 => (32, 34),    // Q8_0: f16 d + 32 i8
         9 => (32, 36), // Q8_1 (current ggml: f16 d, f16 s; old gguf-py says 40, never stored in files)
-        10 => (256, 84), // Q2_K
-        11 => (256, 110), // Q3_K
+        10 => (256, 84), // Q2_K: 16 scale bytes (4-bit scale, 4-bit min), 64 quant bytes, f16 d, f16 dmin
+        11 => (256, 110), // Q3_K: 32 hmask bytes, 64 quant bytes, 12 scale bytes, f16 d
         12 => (256, 144), // Q4_K: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes
         13 => (256, 176), // Q5_K: f16 d, f16 dmin, 12 scale bytes, 32 qh bytes, 128 nibble bytes
         14 => (256, 210), // Q6_K: 128 ql, 64 qh, 16 i8 scales, f16 d
@@ -106,21 +110,21 @@ pub(crate) fn layout(type_id: u32) -> Option<(u64, u64)> {
         17 => (256, 74), // IQ2_XS
         18 => (256, 98), // IQ3_XXS
         19 => (256, 50), // IQ1_S
-        20 => (32, 18), // IQ4_NL
+        20 => (32, 18),  // IQ4_NL
         21 => (256, 110), // IQ3_S
         22 => (256, 82), // IQ2_S
         23 => (256, 136), // IQ4_XS
-        24 => (1, 1),  // I8
-        25 => (1, 2),  // I16
-        26 => (1, 4),  // I32
-        27 => (1, 8),  // I64
-        28 => (1, 8),  // F64
+        24 => (1, 1),    // I8
+        25 => (1, 2),    // I16
+        26 => (1, 4),    // I32
+        27 => (1, 8),    // I64
+        28 => (1, 8),    // F64
         29 => (256, 56), // IQ1_M
-        30 => (1, 2),  // BF16
+        30 => (1, 2),    // BF16
         34 => (256, 54), // TQ1_0
         35 => (256, 66), // TQ2_0
-        39 => (32, 17), // MXFP4
-        40 => (64, 36), // NVFP4
+        39 => (32, 17),  // MXFP4
+        40 => (64, 36),  // NVFP4
         41 => (128, 18), // Q1_0
         _ => return None,
     })

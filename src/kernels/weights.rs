@@ -18,6 +18,8 @@
 //! | Q5_0 | 22 B / 32 | 24 B | 6 | word 0: f16 d, 0; word 1: qh (fifth bits); words 2..5: nibbles |
 //! | Q5_1 | 24 B / 32 | same | 6 | word 0: f16 d, f16 m; word 1: qh; words 2..5: nibbles |
 //! | BF16 | 2 B / 1 | same | ½ per value | bf16 (the top half of an f32), packed as F16 |
+//! | Q2_K | 84 B / 256 | same | 21 | words 0..3: 16 scale bytes (low nibble scale, high nibble min); words 4..19: ggml's 64 quant bytes; word 20: f16 d, f16 dmin |
+//! | Q3_K | 110 B / 256 | 116 B | 29 | word 0: f16 d, 0; words 1..4: the 16 6-bit scales unpacked to bytes (stored + 32); words 5..20: each 8-value unit's 2-bit low parts, 16 bits per unit; words 21..28: its high bits, a byte per unit |
 //! | Q4_K | 144 B / 256 | 148 B | 37 | word 0: f16 d, f16 dmin; words 1..4: the 8 (scale, min) 6-bit pairs unpacked to bytes; words 5..36: ggml's 128 quant bytes |
 //! | Q5_K | 176 B / 256 | 180 B | 45 | words 0..4 as Q4_K; words 5..36: each 8-value unit's low nibbles; words 37..44: its fifth bits, a byte per unit |
 //! | Q6_K | 210 B / 256 | 212 B | 53 | word 0: f16 d, 0; words 1..4: 16 × i8 scales; words 5..36: each 8-value unit's low nibbles; words 37..52: its 2-bit high parts, 16 bits per unit |
@@ -26,8 +28,11 @@
 //! high nibble. The WGSL decoders are `shaders/weights_<format>.wgsl`; Q8_0 and Q4_0 cost
 //! 6% and 11% more memory than in the file, Q5_0 9%, Q4_K 2.8% (its scales unpacked, so a
 //! unit needs one scale word instead of three), Q5_K 2.3% (scales unpacked, and its bits
-//! regrouped per unit so that a unit reads four words, not six) and Q6_K 1.0% (ggml's block is
-//! not 4-byte aligned, and regrouping its bits per unit lets each unit read four words).
+//! regrouped per unit so that a unit reads four words, not six), Q6_K 1.0% (ggml's block is
+//! not 4-byte aligned, and regrouping its bits per unit lets each unit read four words) and Q3_K
+//! 5.5% (not aligned either; scales unpacked and bits regrouped per unit, four words per unit).
+//! Q2_K is read as stored. In every K-quant, the 16 values of sub-block v / 16 share a scale,
+//! so unit s (values 8s..8s+7 of its superblock) uses scale s / 2.
 //!
 //! # Chunks
 //! A weight larger than maxStorageBufferBindingSize (or maxBufferSize) is split by rows into
@@ -52,13 +57,15 @@ pub enum WeightFormat {
     Q5_0,
     Q5_1,
     BF16,
+    Q2_K,
+    Q3_K,
     Q4_K,
     Q5_K,
     Q6_K,
 }
 
 impl WeightFormat {
-    pub const ALL: [WeightFormat; 11] = [
+    pub const ALL: [WeightFormat; 13] = [
         WeightFormat::F32,
         WeightFormat::F16,
         WeightFormat::Q8_0,
@@ -67,6 +74,8 @@ impl WeightFormat {
         WeightFormat::Q5_0,
         WeightFormat::Q5_1,
         WeightFormat::BF16,
+        WeightFormat::Q2_K,
+        WeightFormat::Q3_K,
         WeightFormat::Q4_K,
         WeightFormat::Q5_K,
         WeightFormat::Q6_K,
@@ -84,6 +93,8 @@ impl WeightFormat {
             GgmlType::Q5_0 => WeightFormat::Q5_0,
             GgmlType::Q5_1 => WeightFormat::Q5_1,
             GgmlType::BF16 => WeightFormat::BF16,
+            GgmlType::Q2_K => WeightFormat::Q2_K,
+            GgmlType::Q3_K => WeightFormat::Q3_K,
             GgmlType::Q4_K => WeightFormat::Q4_K,
             GgmlType::Q5_K => WeightFormat::Q5_K,
             GgmlType::Q6_K => WeightFormat::Q6_K,
@@ -100,6 +111,8 @@ impl WeightFormat {
             WeightFormat::Q5_0 => GgmlType::Q5_0,
             WeightFormat::Q5_1 => GgmlType::Q5_1,
             WeightFormat::BF16 => GgmlType::BF16,
+            WeightFormat::Q2_K => GgmlType::Q2_K,
+            WeightFormat::Q3_K => GgmlType::Q3_K,
             WeightFormat::Q4_K => GgmlType::Q4_K,
             WeightFormat::Q5_K => GgmlType::Q5_K,
             WeightFormat::Q6_K => GgmlType::Q6_K,
@@ -110,7 +123,11 @@ impl WeightFormat {
     pub fn block_len(self) -> u64 {
         match self {
             WeightFormat::F32 | WeightFormat::F16 | WeightFormat::BF16 => 1,
-            WeightFormat::Q4_K | WeightFormat::Q5_K | WeightFormat::Q6_K => 256,
+            WeightFormat::Q2_K
+            | WeightFormat::Q3_K
+            | WeightFormat::Q4_K
+            | WeightFormat::Q5_K
+            | WeightFormat::Q6_K => 256,
             _ => 32,
         }
     }
@@ -123,6 +140,8 @@ impl WeightFormat {
             WeightFormat::Q8_0 => 36,
             WeightFormat::Q4_0 | WeightFormat::Q4_1 => 20,
             WeightFormat::Q5_0 | WeightFormat::Q5_1 => 24,
+            WeightFormat::Q2_K => 84,
+            WeightFormat::Q3_K => 116,
             WeightFormat::Q4_K => 148,
             WeightFormat::Q5_K => 180,
             WeightFormat::Q6_K => 212,
@@ -162,6 +181,8 @@ impl WeightFormat {
             WeightFormat::Q5_0 => shaders::WEIGHTS_Q5_0,
             WeightFormat::Q5_1 => shaders::WEIGHTS_Q5_1,
             WeightFormat::BF16 => shaders::WEIGHTS_BF16,
+            WeightFormat::Q2_K => shaders::WEIGHTS_Q2_K,
+            WeightFormat::Q3_K => shaders::WEIGHTS_Q3_K,
             WeightFormat::Q4_K => shaders::WEIGHTS_Q4_K,
             WeightFormat::Q5_K => shaders::WEIGHTS_Q5_K,
             WeightFormat::Q6_K => shaders::WEIGHTS_Q6_K,
@@ -231,7 +252,15 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>
         | WeightFormat::F16
         | WeightFormat::BF16
         | WeightFormat::Q4_1
-        | WeightFormat::Q5_1 => Cow::Borrowed(bytes),
+        | WeightFormat::Q5_1
+        | WeightFormat::Q2_K => Cow::Borrowed(bytes),
+        WeightFormat::Q3_K => {
+            let mut out = Vec::with_capacity(bytes.len() / block * 116);
+            for b in bytes.chunks_exact(block) {
+                repack_q3_k(b, &mut out);
+            }
+            Cow::Owned(out)
+        }
         WeightFormat::Q4_K => {
             let mut out = Vec::with_capacity(bytes.len() / block * 148);
             for b in bytes.chunks_exact(block) {
@@ -269,6 +298,32 @@ pub fn repack(ty: GgmlType, bytes: &[u8]) -> Result<(WeightLayout, Cow<'_, [u8]>
         }
     };
     Ok((layout, out))
+}
+
+/// One ggml Q3_K block (110 bytes) in the GPU layout (116 bytes, module docs).
+fn repack_q3_k(b: &[u8], out: &mut Vec<u8>) {
+    // Each value's 2-bit low part and high bit, indexed as ggml's dequantize_row_q3_K:
+    // v = 128 h + 32 j + 16 sub + l.
+    let (hmask, qs) = (&b[0..32], &b[32..96]);
+    let (mut low, mut high) = ([0u8; 256], [0u8; 256]);
+    for v in 0..256 {
+        let (h, j, sub, l) = (v / 128, (v / 32) % 4, (v / 16) % 2, v % 16);
+        low[v] = (qs[32 * h + 16 * sub + l] >> (2 * j)) & 3;
+        high[v] = (hmask[16 * sub + l] >> (4 * h + j)) & 1;
+    }
+    out.extend_from_slice(&b[108..110]);
+    out.extend_from_slice(&[0, 0]);
+    out.extend((0..16).map(|i| crate::gguf::q3_k_scale(&b[96..108], i)));
+    for unit in low.chunks_exact(8) {
+        let bits = unit
+            .iter()
+            .enumerate()
+            .fold(0u16, |w, (i, &q)| w | (u16::from(q) << (2 * i)));
+        out.extend_from_slice(&bits.to_le_bytes());
+    }
+    for unit in high.chunks_exact(8) {
+        out.push(unit.iter().enumerate().fold(0u8, |w, (i, &q)| w | (q << i)));
+    }
 }
 
 /// One ggml Q5_K block (176 bytes) in the GPU layout (180 bytes, module docs).
@@ -564,6 +619,11 @@ mod tests {
         assert!(repack(GgmlType::Q4_K, &[0; 143]).is_err());
         assert!(repack(GgmlType::Q6_K, &[0; 211]).is_err());
         assert!(repack(GgmlType::Q5_K, &[0; 175]).is_err());
+        assert_eq!(repack(GgmlType::Q3_K, &[0; 220]).unwrap().1.len(), 2 * 116);
+        assert!(matches!(
+            repack(GgmlType::Q2_K, &[0; 168]).unwrap().1,
+            Cow::Borrowed(_)
+        ));
         assert_eq!(repack(GgmlType::Q5_K, &[0; 352]).unwrap().1.len(), 2 * 180);
         assert_eq!(repack(GgmlType::Q5_0, &[0; 44]).unwrap().1.len(), 2 * 24);
         assert_eq!(repack(GgmlType::Q4_K, &[0; 288]).unwrap().1.len(), 2 * 148);

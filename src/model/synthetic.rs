@@ -81,6 +81,8 @@ fn encode(ty: GgmlType, values: &[f32]) -> Vec<u8> {
         GgmlType::Q4_1 => quantize_q4_1(values),
         GgmlType::Q5_0 => crate::gguf::quantize_q5_0(values),
         GgmlType::Q5_1 => crate::gguf::quantize_q5_1(values),
+        GgmlType::Q2_K => crate::gguf::quantize_q2_k(values),
+        GgmlType::Q3_K => crate::gguf::quantize_q3_k(values),
         GgmlType::Q4_K => crate::gguf::quantize_q4_k(values),
         GgmlType::Q5_K => crate::gguf::quantize_q5_k(values),
         GgmlType::Q6_K => crate::gguf::quantize_q6_k(values),

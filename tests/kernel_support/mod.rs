@@ -142,7 +142,11 @@ pub fn weights(
             .collect(),
         // No K-quant quantizer here: random blocks with every bit pattern of the quants and
         // scales, and f16 super-scales small enough that values stay near ±1.
-        WeightFormat::Q4_K | WeightFormat::Q5_K | WeightFormat::Q6_K => (0..k * n / 256)
+        WeightFormat::Q2_K
+        | WeightFormat::Q3_K
+        | WeightFormat::Q4_K
+        | WeightFormat::Q5_K
+        | WeightFormat::Q6_K => (0..k * n / 256)
             .flat_map(|_| k_quant_block(rng, format))
             .collect(),
     };
@@ -150,13 +154,21 @@ pub fn weights(
     (bytes, dense, ty)
 }
 
-/// One random Q4_K (144 bytes), Q5_K (176 bytes) or Q6_K (210 bytes) block in ggml's layout.
+/// One random Q2_K (84 bytes), Q3_K (110 bytes), Q4_K (144 bytes), Q5_K (176 bytes) or Q6_K
+/// (210 bytes) block in ggml's layout.
 fn k_quant_block(rng: &mut Rng, format: WeightFormat) -> Vec<u8> {
     let mut b: Vec<u8> = (0..format.ggml().block_bytes())
         .map(|_| rng.next_u32() as u8)
         .collect();
     let f16 = |v: f32| fuselm::gguf::f32_to_f16(v).to_le_bytes();
-    if format == WeightFormat::Q4_K {
+    if format == WeightFormat::Q2_K {
+        // value = d * sc * q - dmin * m with 4-bit sc, m and 2-bit q
+        b[80..82].copy_from_slice(&f16(rng.f32().abs() / (15.0 * 3.0) * 2.0));
+        b[82..84].copy_from_slice(&f16(rng.f32().abs() / 15.0));
+    } else if format == WeightFormat::Q3_K {
+        // value = d * (sc - 32) * q with 6-bit sc and q in -4..3
+        b[108..110].copy_from_slice(&f16(rng.f32() / (32.0 * 4.0) * 2.0));
+    } else if format == WeightFormat::Q4_K {
         // value = d * sc * q - dmin * m with 6-bit sc, m and 4-bit q
         b[0..2].copy_from_slice(&f16(rng.f32().abs() / (63.0 * 15.0) * 2.0));
         b[2..4].copy_from_slice(&f16(rng.f32().abs() / 63.0));

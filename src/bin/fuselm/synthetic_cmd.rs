@@ -18,8 +18,8 @@ pub struct SyntheticArgs {
     /// Seed of the random weights (default: `SyntheticSpec::default()`'s).
     #[arg(long)]
     seed: Option<u64>,
-    /// One ggml type for every matrix and the embedding (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-    /// Q5_K, Q6_K, F16, BF16, F32).
+    /// One ggml type for every matrix and the embedding (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
+    /// Q3_K, Q4_K, Q5_K, Q6_K, F16, BF16, F32).
     #[arg(long)]
     matrix_type: Option<String>,
     /// Model width (K-quants: a multiple of 256).
