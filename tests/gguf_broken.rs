@@ -366,7 +366,8 @@ fn broken_corpus_directory_is_committed() {
 
 fn check_inspectable_unsupported_type_and_nested_arrays_within_cap() {
     let mut w = GgufWriter::new();
-    w.add_tensor_raw("q2k", &[256], 10, vec![0; 84]);
+    // Q8_K (id 15): a known block layout (256 values, 292 bytes) with no dequantizer.
+    w.add_tensor_raw("q8k", &[256], 15, vec![0; 292]);
     let mut a = A::U8(vec![1]);
     for _ in 0..fuselm::gguf::MAX_ARRAY_DEPTH - 1 {
         a = A::Array(vec![a]);
@@ -375,8 +376,8 @@ fn check_inspectable_unsupported_type_and_nested_arrays_within_cap() {
     let g = Gguf::parse(&w.to_bytes()).unwrap();
     assert_eq!(g.metadata().get("deep"), Some(&V::Array(a.clone())));
     assert!(matches!(
-        g.tensor("q2k").unwrap().ggml_type(),
-        Err(GgufError::UnsupportedTensorType { type_id: 10, .. })
+        g.tensor("q8k").unwrap().ggml_type(),
+        Err(GgufError::UnsupportedTensorType { type_id: 15, .. })
     ));
     let mut w = GgufWriter::new();
     w.add("deeper", V::Array(A::Array(vec![a])));
