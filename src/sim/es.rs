@@ -5,7 +5,7 @@
 //! statistics read back (`shaders/sim_es.wgsl`). [`es_cpu`] is the reference: the same noise
 //! (counter-based, regenerated rather than stored) and the same arithmetic.
 
-use super::gpu::PopulationEvaluator;
+use super::gpu::{storage, PopulationEvaluator};
 use super::math::{cos, uniform, PI};
 use super::{episode, PopulationSpec};
 use crate::error::{FuselmError, Result};
@@ -190,34 +190,18 @@ impl EsKernels {
         check(spec, theta0, o)?;
         let device = &ctx.device;
         let (pop, n) = (u64::from(spec.population), theta0.len() as u64);
-        let rw = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
         let mut padded = theta0.to_vec();
         padded.resize(padded.len().max(4), 0.0);
         let theta = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("es theta"),
             contents: bytemuck::cast_slice(&padded),
-            usage: rw,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         });
-        let buffer = |label: &str, bytes: u64| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes.max(16).div_ceil(16) * 16,
-                usage: rw,
-                mapped_at_creation: false,
-            })
-        };
-        let params = buffer("es population", pop * n * 4);
-        let fitness = buffer("es fitness", pop * 8);
-        let weights = buffer("es weights", pop * 4);
-        let stats = buffer("es stats", u64::from(o.generations) * 16);
-        let limit = device.limits().max_storage_buffer_binding_size;
-        if pop * n * 4 > limit {
-            return Err(FuselmError::LimitExceeded {
-                limit: "maxStorageBufferBindingSize (population × parameters)",
-                needed: pop * n * 4,
-                available: limit,
-            });
-        }
+        let params = storage(ctx, "es population", pop * n * 4);
+        let fitness = storage(ctx, "es fitness", pop * 8);
+        let weights = storage(ctx, "es weights", pop * 4);
+        let stats = storage(ctx, "es stats", u64::from(o.generations) * 16);
+        // The population's size against the binding limit: checked by PopulationEvaluator::new.
         let rollout = eval.bind_rollout(ctx, spec.seed, &params, &fitness)?;
         let members = PopulationEvaluator::groups(ctx, pop)?;
         let per_param = PopulationEvaluator::groups(ctx, n)?;

@@ -331,7 +331,8 @@ const ACTION_SCALE: f32 = {scale:?};
     }
 }
 
-fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
+/// A storage buffer of at least `bytes` (rounded up to 16), readable back.
+pub(crate) fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
     ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: bytes.max(16).div_ceil(16) * 16,
