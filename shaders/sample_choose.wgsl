@@ -5,11 +5,10 @@
 // penalised logit, lowest id on ties). Otherwise: merge the per-slice candidate lists of
 // sample_select.wgsl 7 at a time into the overall best MAX_CANDIDATES (sorted), then — by one
 // invocation, in the CPU reference's order and f32 arithmetic — top-k, top-p, min-p and a draw
-// with the counter-based RNG at this token's position.
+// with the counter-based RNG at this token's position (`draw`, sample_draw.wgsl).
 //
-// Bookkeeping (one invocation): tokens[P] = id for P = pos + n_tokens; the penalty window's
-// counts move on (id enters, tokens[P - last_n] leaves); a stop id sets state.done, which
-// turns every later recorded kernel into a no-op; state advances (pos = P, n_tokens = 1).
+// Bookkeeping (one invocation, `commit` in sample_draw.wgsl): the token is written, the
+// penalty window moves on, a stop id sets state.done, state advances.
 
 struct Params {
     n_best: u32,  // per-workgroup bests written by head_logits
@@ -29,7 +28,6 @@ struct Params {
 var<workgroup> mode_sh: u32; // 0: done, 1: greedy, 2: sample
 var<workgroup> red_z: array<f32, 256>;
 var<workgroup> red_id: array<u32, 256>;
-var<workgroup> q_sh: array<f32, MAX_CANDIDATES>;
 
 fn load_list(list: u32, slot: u32, lid: u32) {
     if lid < BLOCK {
@@ -94,74 +92,13 @@ fn main(@builtin(local_invocation_index) lid: u32) {
             workgroupBarrier();
             merge_tree(lid);
         }
-        if lid < MAX_CANDIDATES {
-            q_sh[lid] = select(0.0, exp(key_z[lid] - key_z[0]), key_id[lid] != NONE);
-        }
-        workgroupBarrier();
+        fill_q(lid);
         if lid == 0u {
-            var n = min(MAX_CANDIDATES, sampler.top_k);
-            if sampler.top_p < 1.0 {
-                var total = 0.0;
-                for (var i = 0u; i < n; i++) {
-                    total += q_sh[i];
-                }
-                var cum = 0.0;
-                for (var i = 0u; i < n; i++) {
-                    cum += q_sh[i];
-                    if cum >= sampler.top_p * total {
-                        n = i + 1u;
-                        break;
-                    }
-                }
-            }
-            if sampler.min_p > 0.0 {
-                for (var i = 1u; i < n; i++) {
-                    if q_sh[i] < sampler.min_p {
-                        n = i;
-                        break;
-                    }
-                }
-            }
-            var total = 0.0;
-            for (var i = 0u; i < n; i++) {
-                total += q_sh[i];
-            }
-            let position = state.pos + state.n_tokens;
-            let goal = uniform01(sampler.seed_lo, sampler.seed_hi, position) * total;
-            var chosen = n - 1u;
-            var cum = 0.0;
-            for (var i = 0u; i < n; i++) {
-                cum += q_sh[i];
-                if goal < cum {
-                    chosen = i;
-                    break;
-                }
-            }
-            id = key_id[chosen];
+            id = draw(state.pos + state.n_tokens);
         }
     }
     if lid != 0u {
         return;
     }
-    if id == NONE {
-        id = 0u;
-    }
-    let at = state.pos + state.n_tokens;
-    if at < p.n_ctx {
-        tokens[at] = id;
-    }
-    if sampler.penalties_on != 0u {
-        counts[id] += 1u;
-        if at >= sampler.penalty_last_n && at - sampler.penalty_last_n < p.n_ctx {
-            let old = tokens[at - sampler.penalty_last_n];
-            counts[old] -= 1u;
-        }
-    }
-    for (var i = 0u; i < min(sampler.n_stop, 16u); i++) {
-        if sampler.stop_ids[i] == id {
-            state.done = 1u;
-        }
-    }
-    state.pos = at;
-    state.n_tokens = 1u;
+    commit(id, p.n_ctx);
 }

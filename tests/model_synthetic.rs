@@ -207,12 +207,29 @@ async fn gpu_forward_matches_cpu_reference() {
         // The fused kernels implement every architecture switch.
         gpu.fused_available()
             .expect("fused kernels run every architecture");
-        let strategies = [
+        // The megakernel runs llama-family blocks (the others get a typed error).
+        let mega = match gpu.megakernel_available().await {
+            Ok(()) => true,
+            Err(e) => {
+                assert_eq!(e.kind().as_str(), "invalid-model", "{name}: {e}");
+                false
+            }
+        };
+        assert_eq!(
+            mega,
+            spec.arch == "llama",
+            "{name}: megakernel availability"
+        );
+        let mut strategies = vec![
             (Strategy::Unfused, 1),
             (Strategy::Fused, 1),
             (Strategy::Fused, 5),
             (Strategy::Fused, 32),
         ];
+        if mega {
+            // One dispatch for the whole generation, and one per 5 tokens.
+            strategies.extend([(Strategy::Megakernel, 12), (Strategy::Megakernel, 5)]);
+        }
         for (strategy, chunk) in strategies {
             let request = GenerationRequest {
                 prompt: &prompt,
@@ -247,7 +264,11 @@ async fn gpu_forward_matches_cpu_reference() {
         .resolve(&[])
         .expect("sampling options");
         let mut runs = Vec::new();
-        for (strategy, chunk) in [(Strategy::Unfused, 1), (Strategy::Fused, 7)] {
+        let mut sampled = vec![(Strategy::Unfused, 1), (Strategy::Fused, 7)];
+        if mega {
+            sampled.push((Strategy::Megakernel, 16));
+        }
+        for (strategy, chunk) in sampled {
             let request = GenerationRequest {
                 prompt: &prompt,
                 max_tokens: 16,
@@ -262,16 +283,57 @@ async fn gpu_forward_matches_cpu_reference() {
                 .expect("sampled");
             runs.push(r#gen.tokens);
         }
-        assert_eq!(
-            runs[0], runs[1],
-            "{name}: seeded sampling differs between strategies"
-        );
+        for (i, run) in runs.iter().enumerate().skip(1) {
+            assert_eq!(
+                runs[0], *run,
+                "{name}: seeded sampling differs between strategies (run {i})"
+            );
+        }
         assert!(cpu_ids.len() >= 4, "{name}: too many near-ties to compare");
     }
 }
 gpu_test!(
     gpu_forward_matches_cpu_reference_on_synthetic_models,
     gpu_forward_matches_cpu_reference
+);
+
+/// The megakernel keeps working when the model's activations are rebuilt under it
+/// (`all_logits` reallocates them; the megakernel was bound to the old `state` and `tokens`).
+async fn megakernel_survives_rebuilt_activations() {
+    let bytes = synthetic_llama(&SyntheticSpec::default());
+    let ctx = GpuContext::new().await.expect("gpu");
+    let options = LoadOptions {
+        n_ctx: Some(64),
+        max_batch: Some(8),
+        kv_f16: Some(false),
+    };
+    let mut gpu = GpuModel::load(ctx, &bytes, &options)
+        .await
+        .expect("gpu model");
+    let prompt: Vec<u32> = b"megakernel".iter().map(|&b| u32::from(b)).collect();
+    let run = async |gpu: &mut GpuModel, strategy| {
+        let request = GenerationRequest {
+            prompt: &prompt,
+            max_tokens: 6,
+            strategy,
+            sampler: SamplingOptions::default().resolve(&[]).expect("greedy"),
+            chunk_tokens: 3,
+            reuse_prefix: false,
+        };
+        gpu.generate(&request, &mut |_| true)
+            .await
+            .expect("generate")
+            .tokens
+    };
+    let before = run(&mut gpu, Strategy::Megakernel).await;
+    gpu.all_logits(&prompt[..4]).await.expect("all logits");
+    let after = run(&mut gpu, Strategy::Megakernel).await;
+    assert_eq!(before, after);
+    assert_eq!(after, run(&mut gpu, Strategy::Fused).await);
+}
+gpu_test!(
+    megakernel_survives_rebuilt_activations_test,
+    megakernel_survives_rebuilt_activations
 );
 
 /// `Numerics::LlamaCpp` (used to tell llama.cpp's rounding from bugs) rounds, but only a little.

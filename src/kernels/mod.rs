@@ -46,6 +46,7 @@ pub mod fused_layer;
 mod kv_store;
 mod matmul;
 mod matvec;
+pub mod megakernel;
 mod rms_norm;
 mod rope;
 pub mod sample;

@@ -256,6 +256,7 @@ impl SampleChoose {
             shaders::COMMON,
             shaders::SAMPLER_PARAMS,
             shaders::SAMPLE_TOPK,
+            shaders::SAMPLE_DRAW,
             shaders::SAMPLE_CHOOSE,
         ]);
         let slots = [

@@ -170,6 +170,23 @@ impl WeightFormat {
         })
     }
 
+    /// The decoder reading the buffer `buffer` with helpers renamed `prefix_*` (so
+    /// `prefix_load8`) and block-size constants suffixed `_prefix`: the megakernel holds every
+    /// format of a model, all reading one arena.
+    pub(crate) fn decoder_reading(self, buffer: &str, prefix: &str) -> String {
+        rename_identifiers(self.decoder(), |id| {
+            if id == "w" {
+                Some(buffer.to_string())
+            } else if let Some(rest) = id.strip_prefix("w_") {
+                Some(format!("{prefix}_{rest}"))
+            } else if id.ends_with("_WORDS") {
+                Some(format!("{id}_{prefix}"))
+            } else {
+                None
+            }
+        })
+    }
+
     /// The WGSL decoder (`w_load8`) for this format.
     pub(crate) fn decoder(self) -> &'static str {
         match self {
@@ -501,7 +518,9 @@ fn upload_padded(ctx: &GpuContext, label: &str, data: &[u8]) -> wgpu::Buffer {
     let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
     let whole = data.len() / 4 * 4;

@@ -10,12 +10,20 @@
 //!   only reads tokens at chunk boundaries, while the next chunk is already queued. A stop id
 //!   sets `state.done` on the GPU and the rest of the recorded steps do nothing.
 //!
-//! Adding a strategy (the megakernel) means a variant here and a `generate_*` method.
+//! * [`Strategy::Megakernel`] — the whole generation (prompt ingestion and every decode step,
+//!   the token chosen by the same GPU sampler) in one dispatch of one workgroup that loops in
+//!   the shader (`model::megakernel`). With `chunk_tokens` below `max_tokens` it runs as one
+//!   dispatch per chunk, so the host sees tokens at chunk boundaries (and a browser's GPU
+//!   watchdog never sees one long dispatch).
+//!
+//! Adding a strategy means a variant here and a `generate_*` method.
 
 use super::gpu_model::{GpuModel, StopReason};
+use super::megakernel::MegaModel;
 use crate::clock::now_seconds;
 use crate::error::{FuselmError, Result};
 use crate::gpu::{GpuContext, StagedRead};
+use crate::kernels::megakernel::MegaParams;
 use crate::kernels::DecodeState;
 use crate::sampling::{reference, SamplerParams};
 use serde::{Deserialize, Serialize};
@@ -34,15 +42,20 @@ pub enum Strategy {
     /// The baseline: one dispatch per operation, one submit and one logits readback per token,
     /// sampling on the host.
     Unfused,
+    /// The whole generation in one dispatch of one workgroup (llama-family models): no
+    /// dispatch or round-trip cost at all, but one workgroup's share of the GPU, so it wins
+    /// only on small models.
+    Megakernel,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 2] = [Strategy::Fused, Strategy::Unfused];
+    pub const ALL: [Strategy; 3] = [Strategy::Fused, Strategy::Unfused, Strategy::Megakernel];
 
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Fused => "fused",
             Strategy::Unfused => "unfused",
+            Strategy::Megakernel => "megakernel",
         }
     }
 
@@ -52,7 +65,7 @@ impl Strategy {
             .find(|x| x.name() == s)
             .ok_or_else(|| {
                 FuselmError::InvalidArgument(format!(
-                    "strategy must be one of fused, unfused; got {s:?}"
+                    "strategy must be one of fused, unfused, megakernel; got {s:?}"
                 ))
             })
     }
@@ -66,13 +79,27 @@ pub struct GenerationRequest<'a> {
     pub strategy: Strategy,
     /// Resolved sampling settings, including the stop ids.
     pub sampler: SamplerParams,
-    /// Fused: decode steps per compute pass (the host sees tokens at these boundaries).
+    /// Fused: decode steps per compute pass; megakernel: tokens per dispatch (the host sees
+    /// tokens at these boundaries).
     pub chunk_tokens: u32,
     /// Keep the KV-cache rows of the longest prefix this prompt shares with what the previous
     /// generation left in the cache, and prefill only the rest (multi-turn chat). Off: a fresh
     /// context, every prompt token prefilled.
     pub reuse_prefix: bool,
 }
+
+/// The planner picks the megakernel on a GPU while one token streams at most this many
+/// weight bytes (see [`GpuModel::default_strategy`]). Natively (wgpu on Vulkan, H200) the
+/// crossover lies between 92 KB and 313 KB of weights per token.
+#[cfg(not(target_arch = "wasm32"))]
+pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 128 * 1024;
+/// In the browser (the npm package on Dawn, H200) a dispatch costs more and the megakernel
+/// wins further: the crossover lies between 1.217 MB (d128 L4: 1.05× fused) and 1.254 MB
+/// (d256 L1: 0.65×) — bench/results/megakernel-dawn-h200-2026-11-24-142921c.
+#[cfg(target_arch = "wasm32")]
+pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 1200 * 1024;
+/// The same on a software (CPU) adapter.
+pub const MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Default decode steps per fused chunk.
 pub const DEFAULT_CHUNK_TOKENS: u32 = 32;
@@ -122,6 +149,23 @@ fn replay(e: &FuselmError) -> FuselmError {
         other => FuselmError::InvalidArgument(format!(
             "the fused strategy is unavailable for this model: {other}"
         )),
+    }
+}
+
+/// [`replay`] for the megakernel's load-time error.
+fn replay_mega(e: &FuselmError) -> FuselmError {
+    match e {
+        FuselmError::LimitExceeded {
+            limit,
+            needed,
+            available,
+        } => FuselmError::LimitExceeded {
+            limit,
+            needed: *needed,
+            available: *available,
+        },
+        FuselmError::UnsupportedModel(m) => FuselmError::UnsupportedModel(m.clone()),
+        other => FuselmError::Gpu(format!("the megakernel is unavailable: {other}")),
     }
 }
 
@@ -200,8 +244,10 @@ impl GpuModel {
         if req.max_tokens == 0 {
             return Ok(Progress::new().finish());
         }
-        // The last prompt token is always run: its logits choose the first new token.
-        let reuse = if req.reuse_prefix {
+        // The last prompt token is always run: its logits choose the first new token. The
+        // megakernel keeps its own KV cache: a prefix is reusable only from the same cache.
+        let mega = req.strategy == Strategy::Megakernel;
+        let reuse = if req.reuse_prefix && self.kv_in_mega == mega {
             let shared = self
                 .kv_valid
                 .iter()
@@ -214,9 +260,11 @@ impl GpuModel {
         };
         // Until this generation ends well, the cache holds nothing reusable.
         self.kv_valid.clear();
+        self.kv_in_mega = mega;
         let mut out = match req.strategy {
             Strategy::Fused => self.generate_fused(req, reuse, on_token).await?,
             Strategy::Unfused => self.generate_unfused(req, reuse, on_token).await?,
+            Strategy::Megakernel => self.generate_megakernel(req, reuse, on_token).await?,
         };
         out.reused_prompt_tokens = reuse;
         // Rows written for sure: the prompt's, and every accepted token's but the last (its row
@@ -227,17 +275,52 @@ impl GpuModel {
         Ok(out)
     }
 
-    /// The strategy a generation uses when none is asked for, and why, in one sentence: fused,
-    /// unless its kernels cannot run this model or the adapter is a software (CPU)
-    /// implementation — there a dispatch is cheap next to the work, and fused measured 0.4–0.6×
-    /// unfused on SwiftShader (README, Performance). Issue 9's planner will measure instead.
+    /// The planner (`auto`): the strategy a generation uses when none is asked for, and why,
+    /// in one sentence, from the model's shape and the adapter. Crossovers measured with
+    /// `fuselm bench --toy` (bench/results/megakernel-h200-2026-11-24-548148e, end-to-end
+    /// tok/s of 64-token generations):
+    /// * the one-workgroup megakernel (llama-family blocks) beats fused on a GPU while a
+    ///   token streams at most [`MEGAKERNEL_GPU_MAX_WEIGHT_BYTES`] of weights (natively on
+    ///   the H200: 1.2–1.4× at 28–92 KB, 0.75× at 313 KB, 0.02× on SmolLM2's 98 MB; through
+    ///   Dawn, as in a browser: 1.05–3.0× up to 1.2 MB, 0.65× at 1.25 MB), and beats unfused on a
+    ///   software adapter up to [`MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES`] (lavapipe, 2 cores:
+    ///   1.3–2.2× from 28 KB to 4.8 MB; 0.5× on SmolLM2), where its one workgroup runs on one
+    ///   CPU thread;
+    /// * otherwise fused on GPUs and unfused on software adapters (a dispatch costs little
+    ///   there next to the work: fused measured 0.8–1.2× unfused on lavapipe's toy grid and
+    ///   0.4–0.6× on SwiftShader).
     pub fn default_strategy(&self) -> (Strategy, String) {
+        let software = self.ctx.identity.is_software;
+        let bytes = self.decode_weight_bytes();
+        let mega_limit = if software {
+            MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES
+        } else {
+            MEGAKERNEL_GPU_MAX_WEIGHT_BYTES
+        };
+        let mega_runs = super::megakernel::mega_shape(&self.config, self.acts.n_ctx).is_ok()
+            && !matches!(self.mega, Some(Err(_)));
+        if mega_runs && bytes <= mega_limit {
+            return (
+                Strategy::Megakernel,
+                format!(
+                    "megakernel: a token streams only {} KB of weights (at most {} KB), so one \
+                     dispatch for the whole generation beats {} here",
+                    bytes / 1000,
+                    mega_limit / 1000,
+                    if software {
+                        "one dispatch per operation"
+                    } else {
+                        "4 dispatches per layer"
+                    }
+                ),
+            );
+        }
         match self.fused_available() {
             Err(e) => (
                 Strategy::Unfused,
                 format!("unfused: the fused kernels cannot run this model here ({e})"),
             ),
-            Ok(()) if self.ctx.identity.is_software => (
+            Ok(()) if software => (
                 Strategy::Unfused,
                 "unfused: this is a software (CPU) adapter, where a dispatch costs little next to \
                  the work and the fused kernels' extra per-workgroup work makes them slower"
@@ -258,14 +341,37 @@ impl GpuModel {
     }
 
     /// Dispatches of one decode step of `strategy` (greedy or sampling).
+    /// The megakernel's whole generation is one dispatch: 0 per step.
     pub fn dispatches_per_step(&self, strategy: Strategy, sampling: bool) -> Result<u32> {
         Ok(match strategy {
+            Strategy::Megakernel => 0,
             Strategy::Unfused => self.decode.dispatches(),
             Strategy::Fused => {
                 let f = self.fused.as_ref().map_err(replay)?;
                 f.decode.body_dispatches() + f.choice.dispatches(sampling)
             }
         })
+    }
+
+    /// Whether the megakernel can run this model (else the typed reason). Builds it on first
+    /// call: compiles the kernel and copies the weights into its arena.
+    pub async fn megakernel_available(&mut self) -> Result<()> {
+        if self.mega.is_none() {
+            let built = MegaModel::build(
+                &self.ctx,
+                &self.config,
+                &self.weights,
+                &self.acts,
+                &self.sampler,
+            )
+            .await;
+            self.mega = Some(built);
+        }
+        match &self.mega {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(e)) => Err(replay_mega(e)),
+            None => unreachable!("built above"),
+        }
     }
 
     /// Writes the sampler settings and the penalty counts of the prompt's window.
@@ -365,6 +471,108 @@ impl GpuModel {
                 if !prog.accept(id, p, req.max_tokens, on_token) {
                     return Ok(prog.finish());
                 }
+            }
+        }
+        Ok(prog.finish())
+    }
+
+    async fn generate_megakernel(
+        &mut self,
+        req: &GenerationRequest<'_>,
+        reuse: u32,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<TokenGeneration> {
+        self.megakernel_available().await?;
+        let Some(Ok(mega)) = &self.mega else {
+            unreachable!("megakernel_available succeeded")
+        };
+        let p = &req.sampler;
+        let n = req.prompt.len() as u32;
+        let mut prog = Progress::new();
+        self.write_sampler(p, req.prompt);
+        let ctx = &self.ctx;
+        ctx.queue
+            .write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(req.prompt));
+        ctx.queue.write_buffer(
+            &self.acts.state,
+            0,
+            bytemuck::bytes_of(&DecodeState::new(reuse, 1)),
+        );
+        let steps = req.chunk_tokens.clamp(1, req.max_tokens);
+        let params = MegaParams {
+            n_prompt: n,
+            end: n + req.max_tokens - 1,
+            steps,
+            n_lists: mega.shape.n_lists(),
+        };
+        ctx.queue
+            .write_buffer(&mega.params, 0, bytemuck::bytes_of(&params));
+        // Each submission: one dispatch, then copies of `state` and of every generated slot.
+        // A dispatch can end before its `steps` (an adapter's loop limiter: see
+        // megakernel.wgsl), so progress is read from `state`, and dispatches are recorded
+        // until it says the generation is over; a surplus dispatch does nothing.
+        let slots = u64::from(req.max_tokens) * 4;
+        let mut pending: VecDeque<(StagedRead, StagedRead)> = VecDeque::new();
+        let mut accepted = 0usize;
+        let mut finished = false;
+        let mut expected = 0u32; // tokens the recorded dispatches would make without a cap
+        let mut last_pos = reuse;
+        while !finished {
+            // Keep the GPU busy: queue the next dispatch before waiting for this one.
+            while pending.len() < 2 && (expected < req.max_tokens || pending.is_empty()) {
+                let mut enc = Self::encoder(ctx);
+                {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    mega.call.record(&mut pass, 1);
+                }
+                let state = StagedRead::copy(&ctx.device, &mut enc, &self.acts.state, 0, 16);
+                let ids = StagedRead::copy(
+                    &ctx.device,
+                    &mut enc,
+                    &self.acts.tokens,
+                    u64::from(n) * 4,
+                    slots,
+                );
+                let index = ctx.queue.submit([enc.finish()]);
+                pending.push_back((state.submitted(index.clone()), ids.submitted(index)));
+                prog.out.submits += 1;
+                prog.out.dispatches += 1;
+                expected = expected.saturating_add(steps);
+            }
+            let Some((state, ids)) = pending.pop_front() else {
+                break;
+            };
+            let st: DecodeState = bytemuck::pod_read_unaligned(&state.read(&ctx.device).await?);
+            let ids: Vec<u32> = bytemuck::pod_collect_to_vec(&ids.read(&ctx.device).await?);
+            // Tokens chosen so far: positions n - 1 .. st.pos - 1 chose tokens n .. st.pos.
+            let made = (st.pos + 1).saturating_sub(n).min(req.max_tokens) as usize;
+            prog.out.decode_steps = made.saturating_sub(1) as u64;
+            for &id in &ids[accepted..made] {
+                accepted += 1;
+                if !prog.accept(id, p, req.max_tokens, on_token) {
+                    return Ok(prog.finish());
+                }
+            }
+            finished = made == req.max_tokens as usize || st.done != 0;
+            if !finished && st.pos == last_pos {
+                return Err(FuselmError::Gpu(if st._pad == 1 {
+                    format!(
+                        "the adapter ended a megakernel dispatch before it finished one \
+                         position (at {}): its per-invocation loop limit (lavapipe's) is below \
+                         one decode step of this model; use the fused strategy",
+                        st.pos
+                    )
+                } else {
+                    format!(
+                        "a megakernel dispatch made no progress (position {}, done {}, flag \
+                         {})",
+                        st.pos, st.done, st._pad
+                    )
+                }));
+            }
+            last_pos = st.pos;
+            if !finished && pending.is_empty() {
+                expected = made as u32; // it stopped early: record more
             }
         }
         Ok(prog.finish())

@@ -58,7 +58,7 @@ const DEFAULT_MAX_BATCH: u32 = 128;
 pub struct GpuModel {
     pub(super) ctx: GpuContext,
     pub(super) config: ModelConfig,
-    weights: ModelWeights,
+    pub(super) weights: ModelWeights,
     kernels: Kernels,
     pub(super) acts: Activations,
     kv: KvFormat,
@@ -71,6 +71,11 @@ pub struct GpuModel {
     /// The tokens whose KV-cache rows `0..len` are valid: what the last generation left behind,
     /// so the next one can skip the prefill of a shared prefix (`reuse_prefix`).
     pub(super) kv_valid: Vec<u32>,
+    /// Whether `kv_valid` describes the megakernel's own KV cache (else the shared one).
+    pub(super) kv_in_mega: bool,
+    /// The megakernel, built on its first use (it copies the weights into its arena), or why
+    /// this model cannot use it.
+    pub(super) mega: Option<std::result::Result<super::megakernel::MegaModel, FuselmError>>,
 }
 
 /// GPU memory a loaded model holds, in bytes.
@@ -84,6 +89,9 @@ pub struct MemoryUse {
     pub kv_cache: u64,
     /// Activations, logits and the sampler's buffers.
     pub activations: u64,
+    /// The megakernel's weight arena (a second copy of the weights, in one buffer), KV cache
+    /// and scratch; 0 until a generation first uses the megakernel.
+    pub megakernel: u64,
     pub total: u64,
 }
 
@@ -249,6 +257,8 @@ impl GpuModel {
             sampler,
             fused,
             kv_valid: Vec::new(),
+            kv_in_mega: false,
+            mega: None,
         })
     }
 
@@ -286,11 +296,16 @@ impl GpuModel {
         activations += a.logits_all.as_ref().map_or(0, |b| b.size());
         activations += self.sampler.bytes();
         let weights = self.weights.gpu_bytes();
+        let megakernel = match &self.mega {
+            Some(Ok(m)) => m.bytes(),
+            _ => 0,
+        };
         MemoryUse {
             weights,
             kv_cache,
             activations,
-            total: weights + kv_cache + activations,
+            megakernel,
+            total: weights + kv_cache + activations + megakernel,
         }
     }
 
@@ -427,6 +442,8 @@ impl GpuModel {
                 true,
             )?;
             self.acts = acts;
+            // The megakernel is bound to the old activations (state, tokens): rebuilt on use.
+            self.mega = None;
             self.prefill = Step::bind(
                 &self.ctx,
                 &self.kernels,

@@ -9,6 +9,7 @@ mod generation;
 mod gpu_model;
 mod gpu_weights;
 mod loader;
+mod megakernel;
 mod profile;
 mod step;
 mod stop_text;

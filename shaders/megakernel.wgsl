@@ -1,0 +1,537 @@
+// The megakernel (portable version): a whole generation — prompt ingestion, then every decode
+// step with the GPU sampler choosing each next token — in ONE workgroup of 256 invocations
+// that loops in the shader. A dispatch carries on from `state.pos` (the next position to
+// process) and chooses up to `p.steps` tokens, ingesting whatever of the prompt is left first;
+// the host records ceil(max_tokens / steps) dispatches — one when steps covers the generation.
+// A dispatch may also end early: lavapipe (llvmpipe) caps the loop iterations of one
+// invocation (~65k back-edges over all loops) and silently leaves every loop past that. State
+// is always consistent at a position boundary, so the host reads `state` with the tokens and
+// records more dispatches until the generation is complete.
+//
+// Per position c (the token id is tokens[c]): embed; per layer RMS norm, Q/K/V projections,
+// RoPE, K/V stored at row c of the cache, attention over rows 0..=c (grouped-query), output
+// projection + residual, RMS norm, gate/up, SwiGLU, down projection + residual; then, from the
+// last prompt position on, final norm, head, penalties and the choice of token c + 1 (greedy:
+// argmax, lowest id on ties; sampling: per-slice top-128 selection, merge, and `draw` from
+// sample_draw.wgsl — the fused path's selection and arithmetic) and its bookkeeping
+// (`commit`). A stop id sets state.done and the loop ends.
+//
+// f32 settings (EPS, THETA_SCALE, ATT_SCALE) are prepended as exact bit patterns (`*_BITS`):
+// WGSL has no constant-expression bitcast, and a decimal literal could round differently.
+//
+// Memory: weights (every matrix in its ggml GPU format, norm weights as f32) live in one
+// arena buffer, each matrix starting at a whole row so the format's decoder (prepended,
+// renamed `wf<id>_*`, reading `arena`) takes a global row index (`row_base + r`); the tensor
+// table sits at the arena's start (layout: `kernels::megakernel`). The residual stream and the
+// matrix-vector input live in workgroup memory when they fit the adapter's
+// maxComputeWorkgroupStorageSize (SHARED), else in the storage scratch `s` (same code; wider
+// models still run, reading them from cache). Everything else — Q, the attention scores and
+// output, the FFN activations, logits, candidate lists — is in the scratch (f32 as u32 bits):
+// in workgroup memory too when the whole scratch fits (SCRATCH_SHARED, toy-sized models),
+// else in `s`.
+//
+// Synchronization argument (why there are no races). There is one workgroup, so every
+// reader and writer of every buffer is an invocation of it, and `sync()` (storageBarrier +
+// workgroupBarrier: all invocations arrive, and storage and workgroup writes before it are
+// visible to all after it) orders them. Every phase below writes only locations that no
+// other invocation reads or writes in the same phase, and reads only what earlier phases
+// wrote; consecutive phases are separated by `sync()`. The exceptions are by design:
+// (a) an invocation re-reading its own writes (program order suffices): attention scores
+// s[S_SC + j] are written and then exponentiated by invocation j % 256; (b) the reduction
+// helpers, which write their own slot of `red4` / `red_u` and reread others' only after
+// workgroupBarrier, and end with a barrier so the array can be reused; (c) `state`, `tokens`
+// [c + 1] and `counts`, written only by invocation 0 (commit, or the prompt's cursor move)
+// and read by all only after the step's closing `sync()`. The loop bounds and every branch
+// around a barrier depend only on constants, the uniform `p`, read-only storage (`arena`,
+// `sampler`: uniform by WGSL's analysis) or values broadcast by workgroupUniformLoad, so
+// all 256 invocations reach every barrier together (WGSL's uniformity analysis checks it).
+
+struct Params {
+    n_prompt: u32, // prompt tokens: tokens[0..n_prompt] are the host's
+    end: u32,      // the last position to process + 1 (n_prompt + max_tokens - 1)
+    steps: u32,    // tokens chosen per dispatch (the first also ingests the prompt)
+    n_lists: u32,  // candidate lists of 1024 logits (sampling)
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> state: State;
+@group(0) @binding(2) var<storage, read> arena: array<u32>;        // table + weights
+@group(0) @binding(3) var<storage, read> sampler: Sampler;
+@group(0) @binding(4) var<storage, read_write> kv: array<f32>;     // [layer][K, V][kv head][N_CTX][HEAD_DIM]
+@group(0) @binding(5) var<storage, read_write> s: array<u32>;      // scratch (f32 bits)
+@group(0) @binding(6) var<storage, read_write> tokens: array<u32>; // [N_CTX]
+@group(0) @binding(7) var<storage, read_write> counts: array<u32>; // [vocab] penalty window
+
+const WG: u32 = 256u;
+const RPP: u32 = WG / ML; // matrix row slots (ML lanes each)
+const RPI: u32 = 4u;      // rows per slot per pass: RPP * RPI rows per pass
+const N_Q: u32 = N_HEAD * HEAD_DIM;
+const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
+const GROUP: u32 = N_HEAD / N_HEAD_KV;
+const PARTS: u32 = WG / HEAD_DIM; // attention: key positions split over this many groups
+
+var<workgroup> res_sh: array<f32, SH_LEN>; // the residual stream (SHARED)
+var<workgroup> vin_sh: array<f32, SH_LEN>; // the normalised matrix-vector input (SHARED)
+var<workgroup> red4: array<vec4<f32>, WG>;
+var<workgroup> red_u: array<u32, WG>;
+var<workgroup> flag_sh: u32;
+var<workgroup> cut_sh: u32;
+
+fn sync() {
+    storageBarrier();
+    workgroupBarrier();
+}
+
+var<workgroup> s_sh: array<u32, S_SH_LEN>; // the whole scratch (SCRATCH_SHARED)
+
+// Word i of the scratch: in workgroup memory when all of it fits (SCRATCH_SHARED: small
+// models, where every phase then avoids a round trip to L2), else in the storage buffer.
+fn sword(i: u32) -> u32 {
+    if SCRATCH_SHARED {
+        return s_sh[i];
+    }
+    return s[i];
+}
+
+fn sword_set(i: u32, v: u32) {
+    if SCRATCH_SHARED {
+        s_sh[i] = v;
+    } else {
+        s[i] = v;
+    }
+}
+
+fn sget(i: u32) -> f32 {
+    return bitcast<f32>(sword(i));
+}
+
+fn sset(i: u32, v: f32) {
+    sword_set(i, bitcast<u32>(v));
+}
+
+fn sget4(i: u32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(vec4<u32>(sword(i), sword(i + 1u), sword(i + 2u), sword(i + 3u)));
+}
+
+fn res_get(i: u32) -> f32 {
+    if SHARED {
+        return res_sh[i];
+    }
+    return sget(S_RES + i);
+}
+
+fn res_set(i: u32, v: f32) {
+    if SHARED {
+        res_sh[i] = v;
+    } else {
+        sset(S_RES + i, v);
+    }
+}
+
+fn vin_set(i: u32, v: f32) {
+    if SHARED {
+        vin_sh[i] = v;
+    } else {
+        sset(S_VIN + i, v);
+    }
+}
+
+// Elements [8u, 8u + 8) of the matrix-vector input: the normalised vector (src == NONE) or
+// s[src..].
+fn in8(src: u32, u: u32) -> W8 {
+    let i = 8u * u;
+    if src == NONE && SHARED {
+        return W8(
+            vec4<f32>(vin_sh[i], vin_sh[i + 1u], vin_sh[i + 2u], vin_sh[i + 3u]),
+            vec4<f32>(vin_sh[i + 4u], vin_sh[i + 5u], vin_sh[i + 6u], vin_sh[i + 7u]),
+        );
+    }
+    let b = select(src, S_VIN, src == NONE) + i;
+    return W8(sget4(b), sget4(b + 4u));
+}
+
+fn arena_f32(i: u32) -> f32 {
+    return bitcast<f32>(arena[i]);
+}
+
+// Sums over aligned groups of `width` invocations (a power of two <= WG); every invocation
+// of the group gets its group's. Uniform control flow only.
+fn lanes_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
+    red4[lid] = v;
+    for (var st = width / 2u; st > 0u; st >>= 1u) {
+        workgroupBarrier();
+        if lid % width < st {
+            red4[lid] += red4[lid + st];
+        }
+    }
+    workgroupBarrier();
+    let r = red4[lid - lid % width];
+    workgroupBarrier();
+    return r;
+}
+
+fn lanes_sum(lid: u32, v: f32, width: u32) -> f32 {
+    return lanes_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), width).x;
+}
+
+fn wg_max(lid: u32, v: f32) -> f32 {
+    red4[lid].x = v;
+    for (var st = WG / 2u; st > 0u; st >>= 1u) {
+        workgroupBarrier();
+        if lid < st {
+            red4[lid].x = max(red4[lid].x, red4[lid + st].x);
+        }
+    }
+    workgroupBarrier();
+    let r = red4[0].x;
+    workgroupBarrier();
+    return r;
+}
+
+// y[out + r] = W[r] . input for r < n_rows, W the matrix at table entry `t` (format, first
+// global row), k values per row. ML lanes per row; each slot of ML lanes takes RPI rows per
+// pass (RPP apart), so every input unit it loads serves RPI weight rows and one reduction
+// serves RPI rows: fewer passes and barriers per matrix.
+fn matvec(lid: u32, t: u32, n_rows: u32, k: u32, src: u32, out: u32) {
+    let fmt = arena[t];
+    let row_base = arena[t + 1u];
+    let lane = lid % ML;
+    let units = k / 8u;
+    let per_pass = RPP * RPI;
+    let passes = (n_rows + per_pass - 1u) / per_pass;
+    for (var ps = 0u; ps < passes; ps++) {
+        let r0 = ps * per_pass + lid / ML;
+        var acc = vec4<f32>();
+        for (var u = lane; u < units; u += ML) {
+            let x = in8(src, u);
+            for (var i = 0u; i < RPI; i++) {
+                let r = min(r0 + i * RPP, n_rows - 1u);
+                acc[i] += dot8(w8(fmt, row_base + r, u, k), x);
+            }
+        }
+        let total = lanes_sum4(lid, acc, ML);
+        if lane == 0u {
+            for (var i = 0u; i < RPI; i++) {
+                let r = r0 + i * RPP;
+                if r < n_rows {
+                    sset(out + r, total[i]);
+                }
+            }
+        }
+    }
+}
+
+// vin = rms_norm(residual) * weight (f32 at arena word `norm`).
+fn norm_to_vin(lid: u32, norm: u32) {
+    var ss = 0.0;
+    for (var i = lid; i < N_EMBD; i += WG) {
+        let x = res_get(i);
+        ss += x * x;
+    }
+    let scale = inverseSqrt(lanes_sum(lid, ss, WG) / f32(N_EMBD) + bitcast<f32>(EPS_BITS));
+    for (var i = lid; i < N_EMBD; i += WG) {
+        vin_set(i, res_get(i) * scale * arena_f32(norm + i));
+    }
+    sync();
+}
+
+fn kv_base(l: u32, which: u32, kvh: u32) -> u32 {
+    return ((l * 2u + which) * N_HEAD_KV + kvh) * N_CTX * HEAD_DIM;
+}
+
+// Q, K (rotated) and V of position c from the raw projections at S_TMP: Q to S_Q, K and V to
+// row c of layer l's cache.
+fn rope_store(lid: u32, l: u32, c: u32) {
+    for (var e = lid; e < N_Q + 2u * N_KV; e += WG) {
+        let raw = sget(S_TMP + e);
+        if e >= N_Q + N_KV {
+            let f = e - N_Q - N_KV;
+            kv[kv_base(l, 1u, f / HEAD_DIM) + c * HEAD_DIM + f % HEAD_DIM] = raw;
+            continue;
+        }
+        let f = select(e, e - N_Q, e >= N_Q);
+        let d = f % HEAD_DIM;
+        let head0 = e - d; // the head's first element in S_TMP
+        var v = raw;
+        if d < N_ROT {
+            var i0 = d & ~1u; // the pair's elements (x0 first) and its theta index
+            var i1 = d | 1u;
+            var pair = d / 2u;
+            if NEOX {
+                pair = d % (N_ROT / 2u);
+                i0 = pair;
+                i1 = pair + N_ROT / 2u;
+            }
+            let sc = sincos(rope_theta(c, pair, bitcast<f32>(THETA_SCALE_BITS)));
+            let x0 = sget(S_TMP + head0 + i0);
+            let x1 = sget(S_TMP + head0 + i1);
+            v = select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, d == i0);
+        }
+        if e < N_Q {
+            sset(S_Q + e, v);
+        } else {
+            kv[kv_base(l, 0u, f / HEAD_DIM) + c * HEAD_DIM + d] = v;
+        }
+    }
+    sync();
+}
+
+// Attention of every head over positions 0..=c of layer l → S_ATT (normalised).
+fn attention(lid: u32, l: u32, c: u32) {
+    for (var h = 0u; h < N_HEAD; h++) {
+        let kb = kv_base(l, 0u, h / GROUP);
+        let vb = kv_base(l, 1u, h / GROUP);
+        let qb = S_Q + h * HEAD_DIM;
+        var m = -3.0e38;
+        for (var j = lid; j <= c; j += WG) {
+            var d = 0.0;
+            for (var e = 0u; e < HEAD_DIM; e += 4u) {
+                let q = sget4(qb + e);
+                let o = kb + j * HEAD_DIM + e;
+                d += dot(q, vec4<f32>(kv[o], kv[o + 1u], kv[o + 2u], kv[o + 3u]));
+            }
+            d *= bitcast<f32>(ATT_SCALE_BITS);
+            sset(S_SC + j, d);
+            m = max(m, d);
+        }
+        let mx = wg_max(lid, m);
+        var sum = 0.0;
+        for (var j = lid; j <= c; j += WG) {
+            let e = exp(sget(S_SC + j) - mx);
+            sset(S_SC + j, e);
+            sum += e;
+        }
+        let total = lanes_sum(lid, sum, WG);
+        sync();
+        let d = lid % HEAD_DIM;
+        let g = lid / HEAD_DIM;
+        var acc = 0.0;
+        if g < PARTS {
+            for (var j = g; j <= c; j += PARTS) {
+                acc += sget(S_SC + j) * kv[vb + j * HEAD_DIM + d];
+            }
+        }
+        key_z[lid] = acc; // the top-k keys are idle here: they hold the partial sums
+        workgroupBarrier();
+        if lid < HEAD_DIM {
+            var o = 0.0;
+            for (var i = 0u; i < PARTS; i++) {
+                o += key_z[i * HEAD_DIM + lid];
+            }
+            sset(S_ATT + h * HEAD_DIM + lid, o / total);
+        }
+        sync();
+    }
+}
+
+// residual += s[S_TMP..]
+fn add_residual(lid: u32) {
+    for (var i = lid; i < N_EMBD; i += WG) {
+        res_set(i, res_get(i) + sget(S_TMP + i));
+    }
+    sync();
+}
+
+fn layer(lid: u32, l: u32, c: u32) {
+    let t = TABLE_LAYERS + l * TABLE_STRIDE;
+    norm_to_vin(lid, arena[t + 14u]);
+    matvec(lid, t, N_Q, N_EMBD, NONE, S_TMP);
+    matvec(lid, t + 2u, N_KV, N_EMBD, NONE, S_TMP + N_Q);
+    matvec(lid, t + 4u, N_KV, N_EMBD, NONE, S_TMP + N_Q + N_KV);
+    sync();
+    rope_store(lid, l, c);
+    attention(lid, l, c);
+    matvec(lid, t + 6u, N_EMBD, N_Q, S_ATT, S_TMP);
+    sync();
+    add_residual(lid);
+    norm_to_vin(lid, arena[t + 15u]);
+    matvec(lid, t + 8u, N_FF, N_EMBD, NONE, S_GATE);
+    matvec(lid, t + 10u, N_FF, N_EMBD, NONE, S_UP);
+    sync();
+    for (var i = lid; i < N_FF; i += WG) {
+        sset(S_GATE + i, silu(sget(S_GATE + i)) * sget(S_UP + i));
+    }
+    sync();
+    matvec(lid, t + 12u, N_EMBD, N_FF, S_GATE, S_TMP);
+    sync();
+    add_residual(lid);
+}
+
+fn embed(lid: u32, c: u32) {
+    let id = tokens[c];
+    let fmt = arena[0];
+    let row = arena[1] + id;
+    for (var u = lid; u < N_EMBD / 8u; u += WG) {
+        let v = w8(fmt, row, u, N_EMBD);
+        for (var j = 0u; j < 4u; j++) {
+            res_set(8u * u + j, v.a[j]);
+            res_set(8u * u + 4u + j, v.b[j]);
+        }
+    }
+    sync();
+}
+
+fn load_list(list: u32, slot: u32, lid: u32) {
+    if lid < BLOCK {
+        var z = SENTINEL_Z;
+        var id = NONE;
+        if list < p.n_lists {
+            let b = S_CAND + 2u * (list * BLOCK + lid);
+            z = sget(b);
+            id = sword(b + 1u);
+        }
+        key_z[slot * BLOCK + lid] = z;
+        key_id[slot * BLOCK + lid] = id;
+    }
+}
+
+// The head, penalties and the choice of token c + 1 (returned to invocation 0).
+fn choose(lid: u32, c: u32) -> u32 {
+    norm_to_vin(lid, arena[4]);
+    matvec(lid, 2u, N_VOCAB, N_EMBD, NONE, S_LOGITS);
+    sync();
+    let greedy = sampler.inv_temperature == 0.0;
+    var bz = 0.0;
+    var bi = NONE;
+    for (var i = lid; i < N_VOCAB; i += WG) {
+        var v = sget(S_LOGITS + i);
+        if sampler.penalties_on != 0u {
+            v = penalize(v, counts[i], sampler);
+            sset(S_LOGITS + i, v);
+        }
+        if v == v && (bi == NONE || better(v, i, bz, bi)) {
+            bz = v;
+            bi = i;
+        }
+    }
+    var id = NONE;
+    if greedy {
+        red4[lid].x = bz;
+        red_u[lid] = bi;
+        for (var st = WG / 2u; st > 0u; st >>= 1u) {
+            workgroupBarrier();
+            if lid < st {
+                let oz = red4[lid + st].x;
+                let oi = red_u[lid + st];
+                if oi != NONE && (red_u[lid] == NONE || better(oz, oi, red4[lid].x, red_u[lid])) {
+                    red4[lid].x = oz;
+                    red_u[lid] = oi;
+                }
+            }
+        }
+        workgroupBarrier();
+        id = red_u[0];
+        workgroupBarrier();
+    } else {
+        sync();
+        // Stage 1 (sample_select.wgsl's work, slice by slice): each slice's best 128.
+        let inv_t = sampler.inv_temperature;
+        for (var sl = 0u; sl < p.n_lists; sl++) {
+            for (var i = lid; i < KEYS; i += WG) {
+                let tid = sl * KEYS + i;
+                var z = SENTINEL_Z;
+                var kid = NONE;
+                if tid < N_VOCAB {
+                    let v = sget(S_LOGITS + tid) * inv_t;
+                    if v == v {
+                        z = v;
+                        kid = tid;
+                    }
+                }
+                key_z[i] = z;
+                key_id[i] = kid;
+            }
+            workgroupBarrier();
+            sort_blocks(lid);
+            merge_tree(lid);
+            if lid < BLOCK {
+                let b = S_CAND + 2u * (sl * BLOCK + lid);
+                sset(b, key_z[lid]);
+                sword_set(b + 1u, key_id[lid]);
+            }
+            workgroupBarrier();
+        }
+        sync();
+        // Stage 2 (sample_choose.wgsl's merge): the overall best 128, then the draw.
+        for (var sl = 0u; sl < SLOTS; sl++) {
+            load_list(sl, sl, lid);
+        }
+        workgroupBarrier();
+        merge_tree(lid);
+        for (var next = SLOTS; next < p.n_lists; next += SLOTS - 1u) {
+            for (var sl = 1u; sl < SLOTS; sl++) {
+                load_list(next + sl - 1u, sl, lid);
+            }
+            workgroupBarrier();
+            merge_tree(lid);
+        }
+        fill_q(lid);
+        if lid == 0u {
+            id = draw(c + 1u);
+        }
+    }
+    return id;
+}
+
+// Whether every invocation still runs its loops in full. llvmpipe caps the loop back-edges of
+// one invocation and, past the cap, leaves every loop at its next back-edge, so the rest of
+// the position would compute garbage. A loop whose trip count the compiler cannot know
+// detects it; any invocation's failure is seen by all (uniform result).
+fn loops_intact(lid: u32) -> bool {
+    var k = 0u;
+    for (var i = 0u; i <= p.n_lists; i++) {
+        k += 1u;
+    }
+    if k != p.n_lists + 1u {
+        cut_sh = 1u;
+    }
+    return workgroupUniformLoad(&cut_sh) == 0u;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    if lid == 0u {
+        flag_sh = select(state.pos, NONE, state.done != 0u);
+    }
+    var c = workgroupUniformLoad(&flag_sh);
+    if c == NONE {
+        return;
+    }
+    let stop = min(p.end, max(c, p.n_prompt - 1u) + p.steps);
+    for (; c < stop; c++) {
+        if lid == 0u {
+            cut_sh = 0u; // visible to all after embed's sync()
+        }
+        embed(lid, c);
+        for (var l = 0u; l < N_LAYER; l++) {
+            layer(lid, l, c);
+        }
+        let chooses = c + 1u >= p.n_prompt;
+        var id = NONE;
+        if chooses {
+            id = choose(lid, c);
+        }
+        // Nothing of position c is committed unless it was computed in full; the next
+        // dispatch redoes it (its K/V rows are rewritten).
+        if !loops_intact(lid) {
+            if lid == 0u {
+                state._pad1 = 1u; // tells the host why this dispatch stopped short
+            }
+            break;
+        }
+        if lid == 0u {
+            if chooses {
+                commit(id, N_CTX); // state.pos == c, state.n_tokens == 1: token c + 1
+            } else {
+                state.pos = c + 1u;
+            }
+        }
+        sync();
+        if lid == 0u {
+            flag_sh = state.done;
+        }
+        if workgroupUniformLoad(&flag_sh) != 0u {
+            break;
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! The portable megakernel (`shaders/megakernel.wgsl`): a whole generation in one workgroup
+//! that loops in the shader. This type owns its contract: the arena's tensor table, the
+//! scratch layout, the constants it is compiled with and the workgroup memory it needs.
+//!
+//! Arena layout (u32 words): the table, then every tensor. Table words 0–1: token embedding
+//! (format id, first global row); 2–3: output head (the embedding again when tied); 4: the
+//! output norm's word offset; from [`TABLE_LAYERS`], [`TABLE_STRIDE`] words per layer: Wq, Wk,
+//! Wv, Wo, W_gate, W_up, W_down as (format id, first global row) pairs, then the attention
+//! norm's and the FFN norm's word offsets. A matrix starts at a multiple of its row's words,
+//! so its "first global row" is `offset / row_words` and the format's decoder, called with
+//! `first + r`, reads row r. The format id is the format's index in [`WeightFormat::ALL`].
+
+use super::weights::WeightFormat;
+use super::{check_buffer, compose, require, Bound, Pipeline, Slot};
+use crate::error::{FuselmError, Result};
+use crate::gpu::GpuContext;
+use crate::sampling::MAX_CANDIDATES;
+use crate::shaders;
+
+/// Invocations of the megakernel's one workgroup.
+pub const WORKGROUP: u32 = 256;
+/// First word of the per-layer table entries.
+pub const TABLE_LAYERS: u32 = 8;
+/// Table words per layer.
+pub const TABLE_STRIDE: u32 = 16;
+/// Largest head_dim (one attention output element per invocation).
+pub const MAX_HEAD_DIM: u32 = 256;
+
+/// Workgroup memory of everything but the two shared vectors: the reductions (256 vec4 and
+/// 256 words), the top-k keys (2 × 1024), the candidates' weights (128) and two flags.
+const FIXED_WORKGROUP_BYTES: u64 = 4 * (4 * 256 + 256 + 2 * 1024 + 128 + 2);
+
+/// Mirrors `Params` in `shaders/megakernel.wgsl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct MegaParams {
+    pub n_prompt: u32,
+    pub end: u32,
+    pub steps: u32,
+    pub n_lists: u32,
+}
+const _: () = assert!(std::mem::size_of::<MegaParams>() == 16);
+
+/// What the megakernel is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MegaShape {
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub head_dim: u32,
+    pub n_rot: u32,
+    pub neox: bool,
+    pub eps: f32,
+    pub n_ctx: u32,
+    pub n_layer: u32,
+    pub n_vocab: u32,
+    /// RoPE's freq_base^(-2 / n_rot).
+    pub theta_scale: f32,
+    /// Attention score scale.
+    pub att_scale: f32,
+}
+
+/// Where each vector lives in the scratch buffer (words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScratchLayout {
+    pub res: u32,
+    pub vin: u32,
+    pub q: u32,
+    pub att: u32,
+    pub tmp: u32,
+    pub gate: u32,
+    pub up: u32,
+    pub scores: u32,
+    pub logits: u32,
+    pub cand: u32,
+    pub words: u64,
+}
+
+impl MegaShape {
+    pub fn n_q(&self) -> u32 {
+        self.n_head * self.head_dim
+    }
+    pub fn n_kv(&self) -> u32 {
+        self.n_head_kv * self.head_dim
+    }
+
+    /// Candidate lists of 1024 logits (the sampler's slices).
+    pub fn n_lists(&self) -> u32 {
+        self.n_vocab.div_ceil(super::sample::SELECT_SLICE)
+    }
+
+    /// Floats of the KV cache: K and V of every layer, `n_ctx` rows.
+    pub fn kv_len(&self) -> u64 {
+        u64::from(self.n_layer) * 2 * u64::from(self.n_kv()) * u64::from(self.n_ctx)
+    }
+
+    /// Lanes per matrix row: up to 8, no more than a row of `n_embd` has 8-value units.
+    pub fn lanes(&self) -> u32 {
+        let units = (self.n_embd / 8).max(1);
+        let mut lanes = 1;
+        while lanes * 2 <= units && lanes < 8 {
+            lanes *= 2;
+        }
+        lanes
+    }
+
+    /// Whether the whole scratch fits workgroup memory next to the kernel's fixed arrays
+    /// within `limit` bytes (then the residual and the matrix input live there too).
+    pub fn scratch_shared(&self, limit: u32) -> bool {
+        FIXED_WORKGROUP_BYTES + 4 * self.scratch().words <= u64::from(limit)
+    }
+
+    /// Else, whether the residual and the matrix-vector input fit workgroup memory.
+    pub fn shared(&self, limit: u32) -> bool {
+        FIXED_WORKGROUP_BYTES + 2 * 4 * u64::from(self.n_embd) <= u64::from(limit)
+    }
+
+    pub fn scratch(&self) -> ScratchLayout {
+        let d = u64::from(self.n_embd);
+        let f = u64::from(self.n_ff);
+        let q = u64::from(self.n_q());
+        let sizes = [
+            d,
+            d,
+            q,
+            q,
+            q.max(d) + 2 * u64::from(self.n_kv()),
+            f,
+            f,
+            u64::from(self.n_ctx),
+            u64::from(self.n_vocab),
+            2 * u64::from(self.n_lists()) * u64::from(MAX_CANDIDATES),
+        ];
+        let mut at = [0u32; 10];
+        let mut end = 0u64;
+        for (slot, n) in at.iter_mut().zip(sizes) {
+            *slot = end as u32;
+            end += n.div_ceil(4) * 4;
+        }
+        let [res, vin, q, att, tmp, gate, up, scores, logits, cand] = at;
+        ScratchLayout {
+            res,
+            vin,
+            q,
+            att,
+            tmp,
+            gate,
+            up,
+            scores,
+            logits,
+            cand,
+            words: end,
+        }
+    }
+
+    /// What the megakernel cannot do, as a typed error.
+    pub fn check(&self) -> Result<()> {
+        require(
+            self.n_embd % 8 == 0 && self.n_ff % 8 == 0 && self.n_q() % 8 == 0,
+            "megakernel: n_embd, n_ff and n_head × head_dim must be multiples of 8",
+        )?;
+        require(
+            self.head_dim % 4 == 0 && self.head_dim <= MAX_HEAD_DIM && self.n_rot <= self.head_dim,
+            "megakernel: head_dim must be a multiple of 4 and at most 256",
+        )?;
+        require(
+            self.n_head_kv > 0 && self.n_head % self.n_head_kv == 0,
+            "megakernel: n_head must be a multiple of n_head_kv",
+        )?;
+        require(self.n_rot % 2 == 0, "megakernel: rope dims must be even")?;
+        Ok(())
+    }
+}
+
+/// The compiled megakernel.
+#[derive(Debug, Clone)]
+pub struct Megakernel {
+    pipeline: Pipeline,
+    shape: MegaShape,
+}
+
+/// [`Megakernel`] bound to its buffers: `record` dispatches it.
+#[derive(Debug, Clone)]
+pub struct MegaCall {
+    bound: Bound,
+}
+
+/// The WGSL dispatch over the formats a model uses: `w8(fmt, row, u, k)`.
+fn format_switch(formats: &[WeightFormat]) -> String {
+    let mut out =
+        String::from("fn w8(fmt: u32, row: u32, u: u32, k: u32) -> W8 {\n    switch fmt {\n");
+    for f in formats {
+        let id = format_id(*f);
+        out += &format!("        case {id}u: {{ return wf{id}_load8(row, u, k); }}\n");
+    }
+    out += "        default: { return W8(); }\n    }\n}\n";
+    out
+}
+
+/// A format's id in the arena table.
+pub fn format_id(f: WeightFormat) -> u32 {
+    WeightFormat::ALL.iter().position(|x| *x == f).unwrap_or(0) as u32
+}
+
+impl Megakernel {
+    /// Compiles the megakernel for `shape` reading matrices in `formats`.
+    pub async fn new(ctx: &GpuContext, shape: MegaShape, formats: &[WeightFormat]) -> Result<Self> {
+        shape.check()?;
+        let limit = ctx.device.limits().max_compute_workgroup_storage_size;
+        let scratch_shared = shape.scratch_shared(limit);
+        let shared = !scratch_shared && shape.shared(limit);
+        let fixed_ok = FIXED_WORKGROUP_BYTES <= u64::from(limit);
+        if !fixed_ok {
+            return Err(FuselmError::LimitExceeded {
+                limit: "maxComputeWorkgroupStorageSize",
+                needed: FIXED_WORKGROUP_BYTES,
+                available: u64::from(limit),
+            });
+        }
+        let sc = shape.scratch();
+        let consts = format!(
+            "const N_EMBD: u32 = {d}u;
+const N_FF: u32 = {f}u;
+const N_HEAD: u32 = {h}u;
+const N_HEAD_KV: u32 = {hkv}u;
+const HEAD_DIM: u32 = {hd}u;
+const N_ROT: u32 = {rot}u;
+const NEOX: bool = {neox};
+const EPS_BITS: u32 = {eps}u;
+const N_CTX: u32 = {ctx_len}u;
+const N_LAYER: u32 = {layers}u;
+const N_VOCAB: u32 = {vocab}u;
+const THETA_SCALE_BITS: u32 = {theta}u;
+const ATT_SCALE_BITS: u32 = {att}u;
+const ML: u32 = {ml}u;
+const SHARED: bool = {shared};
+const SH_LEN: u32 = {sh_len}u;
+const SCRATCH_SHARED: bool = {scratch_shared};
+const S_SH_LEN: u32 = {s_sh_len}u;
+const TABLE_LAYERS: u32 = {tl}u;
+const TABLE_STRIDE: u32 = {ts}u;
+const S_RES: u32 = {res}u;
+const S_VIN: u32 = {vin}u;
+const S_Q: u32 = {q}u;
+const S_ATT: u32 = {att_off}u;
+const S_TMP: u32 = {tmp}u;
+const S_GATE: u32 = {gate}u;
+const S_UP: u32 = {up}u;
+const S_SC: u32 = {scores}u;
+const S_LOGITS: u32 = {logits}u;
+const S_CAND: u32 = {cand}u;
+",
+            d = shape.n_embd,
+            f = shape.n_ff,
+            h = shape.n_head,
+            hkv = shape.n_head_kv,
+            hd = shape.head_dim,
+            rot = shape.n_rot,
+            neox = shape.neox,
+            eps = shape.eps.to_bits(),
+            ctx_len = shape.n_ctx,
+            layers = shape.n_layer,
+            vocab = shape.n_vocab,
+            theta = shape.theta_scale.to_bits(),
+            att = shape.att_scale.to_bits(),
+            ml = shape.lanes(),
+            sh_len = if shared { shape.n_embd } else { 4 },
+            s_sh_len = if scratch_shared { sc.words } else { 4 },
+            tl = TABLE_LAYERS,
+            ts = TABLE_STRIDE,
+            res = sc.res,
+            vin = sc.vin,
+            q = sc.q,
+            att_off = sc.att,
+            tmp = sc.tmp,
+            gate = sc.gate,
+            up = sc.up,
+            scores = sc.scores,
+            logits = sc.logits,
+            cand = sc.cand,
+        );
+        let mut formats: Vec<WeightFormat> = formats.to_vec();
+        formats.sort_by_key(|f| format_id(*f));
+        formats.dedup();
+        let decoders: Vec<String> = formats
+            .iter()
+            .map(|f| f.decoder_reading("arena", &format!("wf{}", format_id(*f))))
+            .collect();
+        let mut parts: Vec<&str> = vec![
+            &consts,
+            shaders::COMMON,
+            shaders::ROPE_MATH,
+            shaders::SAMPLER_PARAMS,
+            shaders::SAMPLE_TOPK,
+            shaders::SAMPLE_DRAW,
+        ];
+        parts.extend(decoders.iter().map(String::as_str));
+        let switch = format_switch(&formats);
+        parts.push(&switch);
+        parts.push(shaders::MEGAKERNEL);
+        let source = compose(&parts);
+        let slots = [
+            Slot::Uniform,
+            Slot::ReadWrite, // state
+            Slot::Read,      // arena
+            Slot::Read,      // sampler
+            Slot::ReadWrite, // kv
+            Slot::ReadWrite, // scratch
+            Slot::ReadWrite, // tokens
+            Slot::ReadWrite, // counts
+        ];
+        let pipeline = Pipeline::new(ctx, "megakernel", &source, &slots).await?;
+        Ok(Self { pipeline, shape })
+    }
+
+    pub fn shape(&self) -> &MegaShape {
+        &self.shape
+    }
+
+    /// Binds the kernel; `params` is written by the host before each generation
+    /// ([`MegaParams`], UNIFORM | COPY_DST).
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        params: &wgpu::Buffer,
+        state: &wgpu::Buffer,
+        arena: &wgpu::Buffer,
+        sampler: &wgpu::Buffer,
+        kv: &wgpu::Buffer,
+        scratch: &wgpu::Buffer,
+        tokens: &wgpu::Buffer,
+        counts: &wgpu::Buffer,
+    ) -> Result<MegaCall> {
+        let s = &self.shape;
+        check_buffer(ctx, "megakernel kv", kv, s.kv_len())?;
+        check_buffer(ctx, "megakernel scratch", scratch, s.scratch().words)?;
+        check_buffer(ctx, "megakernel tokens", tokens, u64::from(s.n_ctx))?;
+        check_buffer(ctx, "megakernel counts", counts, u64::from(s.n_vocab))?;
+        check_buffer(ctx, "megakernel state", state, 4)?;
+        let bound = self.pipeline.bind_plain(
+            ctx,
+            &[params, state, arena, sampler, kv, scratch, tokens, counts],
+        )?;
+        Ok(MegaCall { bound })
+    }
+}
+
+impl MegaCall {
+    /// Records `dispatches` dispatches of the one workgroup (each carries on from `state`).
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, dispatches: u32) {
+        for _ in 0..dispatches {
+            self.bound.dispatch(pass, [1, 1, 1]);
+        }
+    }
+}

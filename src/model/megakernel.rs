@@ -1,0 +1,257 @@
+//! The megakernel strategy's GPU side (issue 9): a whole generation in one dispatch of one
+//! workgroup (`kernels::megakernel`, `shaders/megakernel.wgsl`).
+//!
+//! The kernel reads every weight from ONE buffer (WebGPU allows 8 storage bindings per
+//! kernel; a model has 7 matrices per layer), so on first use the model's weights are copied,
+//! GPU to GPU, into an arena behind a tensor table. With its own f32 KV cache and scratch this
+//! costs a second copy of the weights in GPU memory while the model lives; `MemoryUse`'s
+//! `megakernel` field reports it. Llama-family blocks only (RMSNorm, RoPE, grouped-query
+//! attention, SwiGLU, tied or separate head, every weight format the engine supports); the
+//! other architectures' switches get a typed error and run with `fused` or `unfused`.
+
+use super::activations::Activations;
+use super::fused_step::SamplerBuffers;
+use super::gpu_weights::ModelWeights;
+use crate::error::{FuselmError, Result};
+use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
+use crate::gpu::GpuContext;
+use crate::kernels::megakernel::{
+    format_id, MegaCall, MegaParams, MegaShape, Megakernel, TABLE_LAYERS, TABLE_STRIDE,
+};
+use crate::kernels::GpuWeight;
+
+/// The megakernel bound to its arena, KV cache and scratch.
+pub struct MegaModel {
+    pub call: MegaCall,
+    pub params: wgpu::Buffer,
+    pub shape: MegaShape,
+    arena: wgpu::Buffer,
+    kv: wgpu::Buffer,
+    scratch: wgpu::Buffer,
+}
+
+/// The megakernel's shape for `config`, or why it cannot run this model.
+pub fn mega_shape(config: &ModelConfig, n_ctx: u32) -> Result<MegaShape> {
+    let c = config;
+    let mut unsupported = Vec::new();
+    if c.qkv_bias || c.attn_output_bias {
+        unsupported.push("attention biases");
+    }
+    if c.qk_norm {
+        unsupported.push("per-head Q/K norms");
+    }
+    if c.post_norms {
+        unsupported.push("post-attention/FFN norms");
+    }
+    if c.ffn_activation != FfnActivation::Silu {
+        unsupported.push("a GELU gate");
+    }
+    if c.embedding_scale != 1.0 {
+        unsupported.push("a scaled embedding");
+    }
+    if c.sliding_window.is_some() {
+        unsupported.push("sliding-window attention");
+    }
+    if !unsupported.is_empty() {
+        return Err(FuselmError::UnsupportedModel(format!(
+            "the megakernel runs llama-family blocks; architecture {} has {} (use fused or \
+             unfused)",
+            c.arch,
+            unsupported.join(", ")
+        )));
+    }
+    let shape = MegaShape {
+        n_embd: c.n_embd,
+        n_ff: c.n_ff,
+        n_head: c.n_head,
+        n_head_kv: c.n_head_kv,
+        head_dim: c.head_dim,
+        n_rot: c.rope_dims,
+        neox: c.rope_style == RopeStyle::NeoX,
+        eps: c.rms_eps,
+        n_ctx,
+        n_layer: c.n_layers,
+        n_vocab: c.vocab_size,
+        theta_scale: c.rope_freq_base.powf(-2.0 / c.rope_dims as f32),
+        att_scale: c.attention_scale,
+    };
+    shape.check()?;
+    Ok(shape)
+}
+
+/// Where tensors go in the arena, and the copies that put them there.
+struct ArenaPlan<'w> {
+    table: Vec<u32>,
+    /// Words used so far.
+    end: u64,
+    copies: Vec<(&'w wgpu::Buffer, u64, u64, u64)>, // (source, source byte, arena byte, bytes)
+}
+
+impl<'w> ArenaPlan<'w> {
+    /// Places a matrix at a multiple of its row's words; returns (format id, first row).
+    fn matrix(&mut self, w: &'w GpuWeight) -> Result<[u32; 2]> {
+        let row_bytes = w.format.gpu_row_bytes(u64::from(w.k));
+        if row_bytes % 4 != 0 || w.k % 8 != 0 {
+            return Err(FuselmError::UnsupportedModel(format!(
+                "the megakernel needs whole-word rows with k a multiple of 8 ({} rows of {} \
+                 values)",
+                w.format.ggml(),
+                w.k
+            )));
+        }
+        let row_words = row_bytes / 4;
+        let start = self.end.div_ceil(row_words) * row_words;
+        for c in w.chunks() {
+            let bytes = u64::from(c.rows) * row_bytes;
+            self.copies.push((
+                &c.buffer,
+                0,
+                start * 4 + u64::from(c.row0) * row_bytes,
+                bytes,
+            ));
+        }
+        self.end = start + u64::from(w.n) * row_words;
+        let first = u32::try_from(start / row_words).map_err(|_| too_big(self.end * 4, 0))?;
+        Ok([format_id(w.format), first])
+    }
+
+    /// Places an f32 vector; returns its word offset.
+    fn vector(&mut self, b: &'w wgpu::Buffer) -> Result<u32> {
+        let start = self.end.div_ceil(4) * 4;
+        self.copies.push((b, 0, start * 4, b.size()));
+        self.end = start + b.size().div_ceil(4);
+        u32::try_from(start).map_err(|_| too_big(self.end * 4, 0))
+    }
+}
+
+fn too_big(needed: u64, available: u64) -> FuselmError {
+    FuselmError::LimitExceeded {
+        limit: "maxStorageBufferBindingSize (the megakernel's weight arena)",
+        needed,
+        available,
+    }
+}
+
+fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes.max(16).div_ceil(16) * 16,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
+impl Drop for MegaModel {
+    /// Frees the arena (a copy of the weights) at once: in a browser a dropped buffer would
+    /// hold its memory until garbage collection.
+    fn drop(&mut self) {
+        self.arena.destroy();
+        self.kv.destroy();
+        self.scratch.destroy();
+    }
+}
+
+impl MegaModel {
+    /// Compiles the megakernel for this model and copies its weights into the arena.
+    pub async fn build(
+        ctx: &GpuContext,
+        config: &ModelConfig,
+        weights: &ModelWeights,
+        acts: &Activations,
+        sampler: &SamplerBuffers,
+    ) -> Result<Self> {
+        let shape = mega_shape(config, acts.n_ctx)?;
+        let limits = ctx.device.limits();
+        let max_binding = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+
+        let table_words = TABLE_LAYERS + TABLE_STRIDE * config.n_layers;
+        let mut plan = ArenaPlan {
+            table: vec![0; table_words as usize],
+            end: u64::from(table_words),
+            copies: Vec::new(),
+        };
+        let embd = plan.matrix(&weights.tok_embd)?;
+        plan.table[0..2].copy_from_slice(&embd);
+        let head = match &weights.output {
+            Some(out) => plan.matrix(out)?,
+            None => embd,
+        };
+        plan.table[2..4].copy_from_slice(&head);
+        plan.table[4] = plan.vector(&weights.output_norm)?;
+        let mut formats = vec![weights.tok_embd.format, weights.head().format];
+        for (l, w) in weights.layers.iter().enumerate() {
+            let t = (TABLE_LAYERS + TABLE_STRIDE * l as u32) as usize;
+            let mats = [&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down];
+            for (i, m) in mats.into_iter().enumerate() {
+                let e = plan.matrix(m)?;
+                plan.table[t + 2 * i..t + 2 * i + 2].copy_from_slice(&e);
+                formats.push(m.format);
+            }
+            plan.table[t + 14] = plan.vector(&w.attn_norm)?;
+            plan.table[t + 15] = plan.vector(&w.ffn_norm)?;
+        }
+        let arena_bytes = plan.end * 4;
+        if arena_bytes > max_binding {
+            return Err(too_big(arena_bytes, max_binding));
+        }
+        let kv_bytes = shape.kv_len() * 4;
+        if kv_bytes > max_binding {
+            return Err(FuselmError::LimitExceeded {
+                limit: "maxStorageBufferBindingSize (the megakernel's KV cache)",
+                needed: kv_bytes,
+                available: max_binding,
+            });
+        }
+        let kernel = Megakernel::new(ctx, shape, &formats).await?;
+
+        let arena = storage(ctx, "megakernel arena", arena_bytes);
+        ctx.queue
+            .write_buffer(&arena, 0, bytemuck::cast_slice(&plan.table));
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("megakernel arena"),
+            });
+        for (src, from, to, bytes) in &plan.copies {
+            enc.copy_buffer_to_buffer(src, *from, &arena, *to, *bytes);
+        }
+        ctx.queue.submit([enc.finish()]);
+
+        let kv = storage(ctx, "megakernel kv cache", kv_bytes);
+        let scratch = storage(ctx, "megakernel scratch", shape.scratch().words * 4);
+        let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("megakernel params"),
+            size: std::mem::size_of::<MegaParams>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let call = kernel.bind(
+            ctx,
+            &params,
+            &acts.state,
+            &arena,
+            &sampler.params,
+            &kv,
+            &scratch,
+            &acts.tokens,
+            &sampler.counts,
+        )?;
+        Ok(Self {
+            call,
+            params,
+            shape,
+            arena,
+            kv,
+            scratch,
+        })
+    }
+
+    /// GPU bytes of the arena, KV cache and scratch.
+    pub fn bytes(&self) -> u64 {
+        self.arena.size() + self.kv.size() + self.scratch.size()
+    }
+}
