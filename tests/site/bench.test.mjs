@@ -41,8 +41,8 @@ test("the bench page runs every strategy on the toy grid, charts it and download
     assert.equal(saved.adapter.architecture, "swiftshader");
     assert.deepEqual(saved.options, { runs: 1, toy: true, smallToy: true, chunkTokens: 32 });
     const results = saved.report.results;
-    assert.equal(results.length, workloads * 2, "fused and unfused on every workload");
-    assert.deepEqual(new Set(results.map((r) => r.strategy)), new Set(["fused", "unfused"]));
+    assert.equal(results.length, workloads * 3, "fused, unfused and megakernel on every workload");
+    assert.deepEqual(new Set(results.map((r) => r.strategy)), new Set(["fused", "unfused", "megakernel"]));
     for (const r of results) {
       assert.ok(r.decodeTokensPerSecond.median > 0, `${r.workload} ${r.strategy}`);
       assert.equal(r.idsEqualAcrossStrategies, true, `${r.workload}: the strategies generate the same ids`);

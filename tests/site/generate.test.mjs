@@ -135,7 +135,7 @@ test("seeded sampling and the unfused strategy give the native ids in the browse
         const fusedSampled = (await gen({ ...sampling, strategy: "fused", chunkTokens: 5 })).tokens;
         const unfusedGreedy = (await gen({ strategy: "unfused" })).tokens;
         const rejected = [];
-        for (const bad of [{ topK: 500 }, { topP: 0 }, { temperature: -1 }, { seed: 1.5 }, { strategy: "megakernel" }]) {
+        for (const bad of [{ topK: 500 }, { topP: 0 }, { temperature: -1 }, { seed: 1.5 }, { strategy: "turbo" }]) {
           rejected.push(await gen(bad).then(() => "resolved", kind));
         }
         await model.dispose();

@@ -154,6 +154,9 @@ export async function adapter(): Promise<string> {
   const step: StepProfile | undefined = toy.profile[0];
   const role: RoleProfile | undefined = step?.roles[0];
   console.log(toy.markdown, row?.strategy, decode?.median, speedup, role?.role, role?.microsecondsPerStep);
+  const endToEnd: Spread | undefined = row?.endToEndTokensPerSecond;
+  const warnings: string[] = toy.plannerWarnings;
+  console.log(endToEnd?.median, warnings.length, toy.notes);
   // A model for bench is any loadModel source.
   const withModel: GenerationBenchReport = await bench({ runs: 1 }, new URL("/models/m.gguf", location.href));
   // @ts-expect-error runs is a number
@@ -226,6 +229,9 @@ export async function load(file: File, bytes: Uint8Array<ArrayBuffer>, stream: R
 export function describe(model: Model): string {
   const info: ModelInfo = model.info;
   const memory: MemoryUse = info.memory;
+  const megakernelBytes: number = memory.megakernel;
+  const strategies: Strategy[] = ["fused", "unfused", "megakernel"];
+  console.log(megakernelBytes, strategies);
   const quants: QuantUse[] = info.quantTypes;
   const strategy: Strategy = info.strategy;
   const n: number = info.nCtx + info.layers + info.vocabSize + info.kvHeads + info.headDim;
@@ -299,7 +305,7 @@ export async function generate(model: Model, onText: (text: string) => void): Pr
   // @ts-expect-error stepsPerSubmit was replaced by chunkTokens
   model.generate("Hi", { stepsPerSubmit: 8 });
   // @ts-expect-error strategy is a closed union
-  model.generate("Hi", { strategy: "megakernel" });
+  model.generate("Hi", { strategy: "turbo" });
   // @ts-expect-error stop is a list of strings
   model.generate("Hi", { stop: "\n" });
   // @ts-expect-error text is a string
