@@ -62,6 +62,18 @@ async fn toy_bench_reports_every_strategy() {
             }
         }
     }
+    // The planner's pick is marked on exactly one row per workload, in the JSON and the table.
+    let workloads: std::collections::BTreeSet<&str> =
+        report.results.iter().map(|r| r.workload.as_str()).collect();
+    for w in &workloads {
+        let picked: Vec<_> = report
+            .results
+            .iter()
+            .filter(|r| r.workload == *w && r.picked_by_auto)
+            .collect();
+        assert_eq!(picked.len(), 1, "{w}: {picked:?}");
+    }
+    assert_eq!(report.markdown.matches(" (auto) |").count(), workloads.len());
     // One row per result, then one per planner warning (timing-dependent: not asserted).
     assert_eq!(
         report.markdown.lines().count(),

@@ -2,14 +2,15 @@
 // optionally a real GGUF), shown as a table, an SVG bar chart drawn here, and a JSON download.
 // On software adapters (SwiftShader, lavapipe) the defaults shrink to the smallest toy sizes and one
 // measured run, since those decode at a few tokens per second.
-// Query parameters: ?runs=N&small=0|1&toy=0|1&model=URL&chunkTokens=N, and ?autorun starts at once.
+// Query parameters: ?runs=N&small=0|1&toy=0|1&model=URL&chunkTokens=N, and ?autorun starts at once;
+// ?report=URL shows a saved report (`fuselm bench --out` JSON, or this page's download) instead.
 // In your own site: `import { bench } from "fuselm"`.
 import { bench, probe } from "../../dist/index.js";
 import { $, chip, clearError, download, fmtBytes, fmtNumber, rows, showError } from "./ui.js";
 
 const params = new URLSearchParams(location.search);
 const SVG = "http://www.w3.org/2000/svg";
-const colors = { unfused: "#9b9bb0", fused: "#5546d6" };
+const colors = { unfused: "#9b9bb0", fused: "#5546d6", megakernel: "#0b8a6d" };
 const palette = ["#0b8a6d", "#d97706", "#c2410c", "#2563eb"];
 const colorOf = (strategy, i) => colors[strategy] ?? palette[i % palette.length];
 
@@ -132,6 +133,128 @@ function drawChart(report) {
   );
 }
 
+/** A row's end-to-end tok/s (reports before the megakernel have only decode tok/s). */
+const endToEnd = (r) => (r.endToEndTokensPerSecond ?? r.decodeTokensPerSecond).median;
+
+/**
+ * Where the fastest strategy changes along the weight-bytes axis: for each pair of neighbouring
+ * workloads with different winners, the bytes at which the two strategies' lines cross
+ * (interpolated on the log-log plot). Exported for the page's test through `window`.
+ */
+export function crossovers(report) {
+  const byBytes = new Map();
+  for (const r of report.results) {
+    if (!(endToEnd(r) > 0)) continue;
+    const key = `${r.weightBytesPerToken}|${r.workload}`;
+    if (!byBytes.has(key)) byBytes.set(key, { bytes: r.weightBytesPerToken, workload: r.workload, rows: [] });
+    byBytes.get(key).rows.push(r);
+  }
+  const points = [...byBytes.values()].sort((a, b) => a.bytes - b.bytes);
+  for (const p of points) p.winner = p.rows.reduce((a, b) => (endToEnd(a) >= endToEnd(b) ? a : b)).strategy;
+  const out = [];
+  for (let i = 1; i < points.length; i++) {
+    const [a, b] = [points[i - 1], points[i]];
+    if (a.winner === b.winner) continue;
+    // log(tps_from / tps_to) at both ends; the line between them crosses zero in log-bytes.
+    const ratio = (p) => {
+      const of = (s) => p.rows.find((r) => r.strategy === s);
+      const [f, t] = [of(a.winner), of(b.winner)];
+      return f && t ? Math.log(endToEnd(f) / endToEnd(t)) : undefined;
+    };
+    const [ra, rb] = [ratio(a), ratio(b)];
+    let bytes = Math.sqrt(a.bytes * b.bytes);
+    if (ra !== undefined && rb !== undefined && ra !== rb && a.bytes > 0 && b.bytes > 0) {
+      const t = ra / (ra - rb);
+      bytes = Math.exp(Math.log(a.bytes) + t * (Math.log(b.bytes) - Math.log(a.bytes)));
+    }
+    out.push({ from: a.winner, to: b.winner, bytes, between: [a.workload, b.workload] });
+  }
+  return { points, crossovers: out };
+}
+
+/** Bytes in decimal units, as the README's crossover figures: 27.7 KB, 1.2 MB. */
+function fmtDecimalBytes(n) {
+  for (const [unit, size] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) {
+    if (n >= size) return `${fmtNumber(n / size, n / size >= 100 ? 0 : 1)} ${unit}`;
+  }
+  return `${fmtNumber(n, 0)} B`;
+}
+
+/** Log-log lines: end-to-end tok/s against weight bytes per token, one line per strategy. */
+function drawCrossover(report) {
+  const strats = strategies(report);
+  const { points, crossovers: cross } = crossovers(report);
+  const width = 760, height = 380, left = 64, right = 24, top = 14, bottom = 58;
+  const rowsWith = report.results.filter((r) => endToEnd(r) > 0 && r.weightBytesPerToken > 0);
+  if (rowsWith.length === 0) {
+    $("crossover").replaceChildren();
+    $("crossover-notes").replaceChildren();
+    return;
+  }
+  const xs = rowsWith.map((r) => r.weightBytesPerToken);
+  const ys = rowsWith.map(endToEnd);
+  const decade = (v, up) => 10 ** (up ? Math.ceil(Math.log10(v)) : Math.floor(Math.log10(v)));
+  let [x0, x1] = [decade(Math.min(...xs), false), decade(Math.max(...xs), true)];
+  let [y0, y1] = [decade(Math.min(...ys), false), decade(Math.max(...ys), true)];
+  if (x1 === x0) x1 = x0 * 10;
+  if (y1 === y0) y1 = y0 * 10;
+  const px = (v) => left + ((Math.log10(v) - Math.log10(x0)) / (Math.log10(x1) - Math.log10(x0))) * (width - left - right);
+  const py = (v) => height - bottom - ((Math.log10(v) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0))) * (height - top - bottom);
+  const svg = el("svg", {
+    viewBox: `0 0 ${width} ${height}`, class: "chart crossover", role: "img",
+    "aria-label": "end-to-end tokens per second against weight bytes per token, per strategy",
+  });
+  for (let v = x0; v <= x1 * 1.0001; v *= 10) {
+    svg.append(el("line", { x1: px(v), x2: px(v), y1: top, y2: height - bottom, class: "grid-line" }));
+    svg.append(el("text", { x: px(v), y: height - bottom + 16, "text-anchor": "middle" }, fmtDecimalBytes(v)));
+  }
+  for (let v = y0; v <= y1 * 1.0001; v *= 10) {
+    svg.append(el("line", { x1: left, x2: width - right, y1: py(v), y2: py(v), class: "grid-line" }));
+    svg.append(el("text", { x: left - 6, y: py(v) + 4, "text-anchor": "end" }, fmtNumber(v, 0)));
+  }
+  svg.append(el("line", { x1: left, x2: left, y1: top, y2: height - bottom, class: "axis" }));
+  svg.append(el("line", { x1: left, x2: width - right, y1: height - bottom, y2: height - bottom, class: "axis" }));
+  for (const c of cross) {
+    svg.append(el("line", { x1: px(c.bytes), x2: px(c.bytes), y1: top, y2: height - bottom, class: "limit-line crossover-line" }));
+  }
+  strats.forEach((s, i) => {
+    const mine = rowsWith.filter((r) => r.strategy === s).sort((a, b) => a.weightBytesPerToken - b.weightBytesPerToken);
+    if (mine.length === 0) return;
+    const line = el("polyline", {
+      points: mine.map((r) => `${px(r.weightBytesPerToken)},${py(endToEnd(r))}`).join(" "),
+      stroke: colorOf(s, i), "data-strategy": s,
+    });
+    svg.append(line);
+    for (const r of mine) {
+      const dot = el("circle", {
+        cx: px(r.weightBytesPerToken), cy: py(endToEnd(r)), r: 3.5, fill: colorOf(s, i), class: "point",
+        "data-strategy": s, "data-workload": r.workload,
+      });
+      dot.append(el("title", {}, `${r.workload} · ${s}: ${fmtNumber(endToEnd(r))} tok/s end to end, ${fmtDecimalBytes(r.weightBytesPerToken)} per token${r.pickedByAuto ? " (auto picks it)" : ""}`));
+      svg.append(dot);
+      if (r.pickedByAuto) {
+        svg.append(el("circle", { cx: px(r.weightBytesPerToken), cy: py(endToEnd(r)), r: 7.5, fill: "none", stroke: colorOf(s, i), "stroke-width": 1.5, class: "auto-pick" }));
+      }
+    }
+  });
+  svg.append(el("text", { x: width - right, y: height - 8, "text-anchor": "end" }, "weight bytes read per token (log)"));
+  svg.append(el("text", { x: 12, y: top + 4, transform: `rotate(-90 12 ${top + 4})`, "text-anchor": "end" }, "end-to-end tok/s (log)"));
+  $("crossover").replaceChildren(svg);
+
+  const notes = cross.map((c) => `${c.from} → ${c.to} at ≈ ${fmtDecimalBytes(c.bytes)} per token (between ${c.between[0]} and ${c.between[1]})`);
+  const winners = points.map((p) => `${p.workload}: ${p.winner}`);
+  if (points.length) notes.push(`Fastest end to end — ${winners.join("; ")}.`);
+  if (!cross.length && points.length > 1) notes.push(`No crossover here: ${points[0].winner} is fastest on every workload.`);
+  for (const w of report.plannerWarnings ?? []) notes.push(`Planner warning — ${w}`);
+  $("crossover-notes").replaceChildren(
+    ...notes.map((n) => {
+      const li = document.createElement("li");
+      li.textContent = n;
+      return li;
+    }),
+  );
+}
+
 function drawTables(report) {
   const strats = strategies(report);
   const head = (table, cells, numericFrom) => {
@@ -146,7 +269,7 @@ function drawTables(report) {
     thead.replaceChildren(tr);
   };
   const others = strats.filter((s) => s !== "unfused");
-  head($("side-by-side"), ["workload", ...strats.map((s) => `${s} tok/s`), ...others.map((s) => `${s} × unfused`), "same ids"], 1);
+  head($("side-by-side"), ["workload", ...strats.map((s) => `${s} tok/s`), ...others.map((s) => `${s} × unfused`), "auto picks", "same ids"], 1);
   rows(
     $("side-by-side"),
     workloads(report).map((w) => {
@@ -156,6 +279,7 @@ function drawTables(report) {
         w,
         ...strats.map((s) => fmtNumber(of(s)?.decodeTokensPerSecond.median)),
         ...others.map((s) => (of(s)?.speedupVsUnfused === undefined ? "–" : `${of(s).speedupVsUnfused.toFixed(2)}×`)),
+        report.results.find((r) => r.workload === w && r.pickedByAuto)?.strategy ?? "–",
         chip(same ? "yes" : "no", same),
       ];
     }),
@@ -198,10 +322,62 @@ function drawTables(report) {
 
 // ---------------------------------------------------------------- running
 
+function show(report) {
+  drawChart(report);
+  drawCrossover(report);
+  drawTables(report);
+  $("output").hidden = false;
+}
+
+/**
+ * A saved report: this page's download (`{ kind: "fuselm-bench-browser", report, … }`), a
+ * `fuselm bench --out` file or a bench script's JSON (`{ device, date, commit, report }`), or a bare
+ * report. Shows it without running anything.
+ */
+function showSaved(json, from) {
+  const report = json?.report ?? json;
+  if (!Array.isArray(report?.results) || report.results.some((r) => typeof r?.strategy !== "string")) {
+    throw new Error(`${from} is not a fuselm bench report (no results)`);
+  }
+  const device = json.device ?? json.adapter ?? {};
+  const adapterName = device.adapter?.device ?? device.device ?? device.description ?? "";
+  const what = [adapterName, device.adapter?.backend ?? device.backend, json.date?.slice(0, 10), json.commit && `commit ${json.commit}`]
+    .filter(Boolean)
+    .join(" · ");
+  $("source").textContent = `Showing a saved report (${from})${what ? `: ${what}` : ""}, ${report.results.length} measurements.`;
+  $("source").hidden = false;
+  last = json;
+  show(report);
+  $("download").disabled = false;
+  document.body.dataset.state = "done";
+  $("status").textContent = "";
+}
+
+async function openSaved(load, from) {
+  clearError($("error"));
+  try {
+    showSaved(await load(), from);
+  } catch (e) {
+    $("status").textContent = "";
+    document.body.dataset.state = "error";
+    $("error").replaceChildren(`Could not show ${from}: ${e?.message ?? e}`);
+    $("error").hidden = false;
+  }
+}
+
+function openReportUrl(url) {
+  return openSaved(async () => {
+    const response = await fetch(new URL(url, location.href));
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return response.json();
+  }, url);
+}
+
 async function run(event) {
   event?.preventDefault();
   const { options: opts, model } = options();
   clearError($("error"));
+  $("source").hidden = true;
   document.body.dataset.state = "running";
   $("run").disabled = true;
   const t0 = performance.now();
@@ -224,9 +400,7 @@ async function run(event) {
       seconds,
       report,
     };
-    drawChart(report);
-    drawTables(report);
-    $("output").hidden = false;
+    show(report);
     $("download").disabled = false;
     document.body.dataset.state = "done";
     $("status").textContent = `done: ${report.results.length} measurements in ${seconds.toFixed(0)} s`;
@@ -240,12 +414,18 @@ async function run(event) {
 }
 
 $("form").addEventListener("submit", run);
+$("report-file").addEventListener("change", (e) => {
+  const file = e.target.files?.[0];
+  if (file) openSaved(async () => JSON.parse(await file.text()), file.name);
+});
+window.fuselmBench = { crossovers };
 $("download").addEventListener("click", () => {
-  if (last) download(`fuselm-bench-${last.date.slice(0, 10)}.json`, last);
+  if (last) download(`fuselm-bench-${(last.date ?? new Date().toISOString()).slice(0, 10)}.json`, last);
 });
 
 $("run").disabled = true;
 await identify();
 applyParams(); // the URL overrides the adapter-based defaults
 $("run").disabled = false;
-if (params.has("autorun")) run();
+if (params.has("report")) openReportUrl(params.get("report"));
+else if (params.has("autorun")) run();

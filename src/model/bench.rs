@@ -100,6 +100,9 @@ pub struct GenerationBenchRow {
     pub speedup_vs_unfused: Option<f64>,
     /// Whether every strategy produced the same ids on this workload.
     pub ids_equal_across_strategies: bool,
+    /// Whether this is the strategy the planner (`auto`, the default) picks for this model on
+    /// this device (reports written before 2026-11-25 lack it).
+    pub picked_by_auto: bool,
     pub generated_ids: Vec<u32>,
 }
 
@@ -199,6 +202,7 @@ async fn measure(
         weight_bytes_per_token: model.decode_weight_bytes(),
         speedup_vs_unfused: None,
         ids_equal_across_strategies: true,
+        picked_by_auto: false,
         generated_ids: g.tokens,
     })
 }
@@ -272,6 +276,7 @@ async fn bench_model(
                     .map(|u| r.decode_tokens_per_second.median / u)
             };
             r.ids_equal_across_strategies = same;
+            r.picked_by_auto = r.strategy == auto;
             rows.push(r);
         }
     }
@@ -288,7 +293,11 @@ pub fn markdown(rows: &[GenerationBenchRow]) -> String {
         s += &format!(
             "| {} | {} | {:.0} ({:.0}–{:.0}) | {:.0} | {:.0} | {:.2} | {} | {:.3} | {:.1} | {} |\n",
             r.workload,
-            r.strategy.name(),
+            if r.picked_by_auto {
+                format!("{} (auto)", r.strategy.name())
+            } else {
+                r.strategy.name().to_string()
+            },
             d.median,
             d.min,
             d.max,

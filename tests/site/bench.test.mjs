@@ -64,8 +64,67 @@ test("the bench page runs every strategy on the toy grid, charts it and download
     const longest = bars.reduce((a, b) => (a.width >= b.width ? a : b));
     assert.ok(longest.title.startsWith(`${fastest.workload} · ${fastest.strategy}:`), "the longest bar is the fastest row");
     assert.match(await page.textContent("#markdown"), /\| workload \| strategy \|/);
+
+    // The crossover chart: a line per strategy through every workload, auto's pick ringed.
+    // On a software adapter the planner picks the megakernel for these small models.
+    assert.equal(await page.locator("#crossover svg polyline").count(), 3);
+    assert.equal(await page.locator("#crossover svg circle.point").count(), results.length);
+    assert.equal(await page.locator("#crossover svg circle.auto-pick").count(), workloads);
+    for (const w of new Set(results.map((r) => r.workload))) {
+      const picked = results.filter((r) => r.workload === w && r.pickedByAuto).map((r) => r.strategy);
+      assert.deepEqual(picked, ["megakernel"], w);
+    }
+    const autoColumn = await page.locator("#side-by-side tbody tr td:nth-last-child(2)").allTextContents();
+    assert.deepEqual(autoColumn, Array(workloads).fill("megakernel"));
     await screenshot(page, "bench");
     assertNoProblems(problems);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("the bench page shows a saved report: the H200's toy grid with its crossovers", async () => {
+  const browser = await launch();
+  try {
+    const file = "bench/results/megakernel-h200-2026-11-24-548148e/toy.json";
+    const saved = JSON.parse(readFileSync(new URL(`../../${file}`, import.meta.url), "utf8"));
+    const { page, problems } = await openPage(browser, `${base}/examples/site/bench.html?report=../../${file}`);
+    await expectState(page, "done", 60_000);
+    assert.match(await page.textContent("#source"), /saved report.*NVIDIA H200.*vulkan.*2026-11-24.*commit 548148e.*24 measurements/);
+    assert.equal(await page.locator("#results tbody tr").count(), 24);
+    assert.equal(await page.locator("#chart svg rect").count(), 24);
+
+    // One line per strategy through the 8 toy sizes, ordered by weight bytes per token.
+    const lines = await page.locator("#crossover svg polyline").evaluateAll((ps) =>
+      ps.map((p) => ({ strategy: p.dataset.strategy, xs: p.getAttribute("points").split(" ").map((xy) => Number(xy.split(",")[0])) })),
+    );
+    assert.deepEqual(lines.map((l) => l.strategy).sort(), ["fused", "megakernel", "unfused"]);
+    for (const l of lines) {
+      assert.equal(l.xs.length, 8, l.strategy);
+      assert.deepEqual([...l.xs].sort((a, b) => a - b), l.xs, `${l.strategy}: left to right`);
+    }
+    // A dashed line wherever the fastest strategy (end to end) changes between neighbouring sizes.
+    const e2e = (r) => r.endToEndTokensPerSecond.median;
+    const sizes = [...new Set(saved.report.results.map((r) => r.weightBytesPerToken))].sort((a, b) => a - b);
+    const winners = sizes.map((b) =>
+      saved.report.results.filter((r) => r.weightBytesPerToken === b).reduce((x, y) => (e2e(x) >= e2e(y) ? x : y)).strategy,
+    );
+    const changes = winners.filter((w, i) => i > 0 && w !== winners[i - 1]).length;
+    assert.ok(changes >= 1, `the H200 toy grid has a crossover: ${winners}`);
+    assert.equal(await page.locator("#crossover svg .crossover-line").count(), changes);
+    const notes = await page.locator("#crossover-notes li").allTextContents();
+    assert.equal(notes.filter((n) => / → .* at ≈ /.test(n)).length, changes, notes.join("\n"));
+    assert.ok(notes.some((n) => n.startsWith("megakernel → fused at ≈ ")), notes.join("\n"));
+    // Reports from before the planner marked its pick: no rings, "–" in the table.
+    assert.equal(await page.locator("#crossover svg circle.auto-pick").count(), 0);
+    await screenshot(page, "bench-saved");
+    assertNoProblems(problems);
+
+    // Something that is not a report: a clear message, and the page stays usable.
+    const bad = await openPage(browser, `${base}/examples/site/bench.html?report=../../README.md`);
+    await expectState(bad.page, "error", 60_000);
+    assert.match(await bad.page.textContent("#error"), /Could not show \.\.\/\.\.\/README\.md/);
+    assert.equal(await bad.page.isDisabled("#run"), false);
   } finally {
     await browser.close();
   }

@@ -156,7 +156,8 @@ export async function adapter(): Promise<string> {
   console.log(toy.markdown, row?.strategy, decode?.median, speedup, role?.role, role?.microsecondsPerStep);
   const endToEnd: Spread | undefined = row?.endToEndTokensPerSecond;
   const warnings: string[] = toy.plannerWarnings;
-  console.log(endToEnd?.median, warnings.length, toy.notes);
+  const autoPick: Strategy | undefined = toy.results.find((r) => r.pickedByAuto)?.strategy;
+  console.log(endToEnd?.median, warnings.length, toy.notes, autoPick);
   // A model for bench is any loadModel source.
   const withModel: GenerationBenchReport = await bench({ runs: 1 }, new URL("/models/m.gguf", location.href));
   // @ts-expect-error runs is a number
