@@ -11,6 +11,7 @@ import { readAll, type ModelSource } from "./load.js";
 export { init } from "./init.js";
 export { FuselmError, type ErrorKind } from "./errors.js";
 export { loadModel, type Model, type GenerateCallOptions, type TokenizeOptions } from "./model.js";
+export type { CalibrateCallOptions, CalibrationStore } from "./calibration.js";
 export type { ModelSource, LoadModelOptions, LoadProgress, LoadPhase } from "./load.js";
 export type { Generation, GenerationChunk } from "./generation.js";
 export type {
@@ -55,6 +56,9 @@ export type {
   GenerationBenchOptions,
   GenerationBenchReport,
   GenerationBenchRow,
+  CalibrateOptions,
+  Calibration,
+  CalibrationRun,
   Spread,
   StepProfile,
   RoleProfile,

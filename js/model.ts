@@ -2,7 +2,8 @@
 // The wasm `Model` owns the GPU memory; this class wraps it so every failure is a `FuselmError`
 // and a disposed model fails with a typed error instead of a wasm trap.
 import type * as wasm from "./wasm/fuselm.js";
-import type { ChatMessage, GenerateOptions, ModelInfo, Strategy } from "./wasm/fuselm.js";
+import type { Calibration, ChatMessage, GenerateOptions, ModelInfo, Strategy } from "./wasm/fuselm.js";
+import { calibrateWith, type CalibrateCallOptions } from "./calibration.js";
 import { FuselmError, toFuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
 import { chatCompletions, type Chat } from "./chat.js";
@@ -23,7 +24,8 @@ export interface TokenizeOptions {
 
 /** A model on the GPU. One generation runs at a time (another one rejects with kind "busy"). */
 export interface Model {
-  /** Architecture, sizes, weight formats, GPU memory, and the default strategy with its reason. */
+  /** Architecture, sizes, weight formats, GPU memory, and the default strategy with its reason
+   * (updated by `calibrate` and `useCalibration`). */
   readonly info: ModelInfo;
   /** OpenAI-shaped chat: `model.chat.completions.create({ messages, stream, ... })`. */
   readonly chat: Chat;
@@ -40,6 +42,16 @@ export interface Model {
   tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
   /** Text of token ids (control tokens render as nothing). */
   detokenize(ids: ArrayLike<number>): Promise<string>;
+  /** The planner's calibration: times a short greedy generation (`tokens`, default 32, after an
+   * 8-token prompt; `runs` timed runs, default 3, after a warm-up) with every strategy that can
+   * win on this model and adapter, and makes the fastest end to end the default strategy
+   * (`info.strategy`, `info.strategyReason`) for generations that name none. With `cache` it
+   * first looks for a calibration saved for this model on this adapter, and saves a new one.
+   * Rejects with "busy" during a generation, "invalid-argument" for settings out of range. */
+  calibrate(options?: CalibrateCallOptions): Promise<Calibration>;
+  /** Applies a calibration saved earlier (e.g. `JSON.parse` of a stored one): rejects with
+   * "invalid-argument" if it was measured for another model, adapter or version of fuselm. */
+  useCalibration(calibration: Calibration): Promise<void>;
   /** Stops a running generation, then frees the model's GPU memory. Later calls reject with
    * kind "invalid-argument". Safe to call twice. */
   dispose(): Promise<void>;
@@ -50,19 +62,60 @@ export class LocalModel implements Model {
   #raw: wasm.Model | undefined;
   #running: Generation | undefined;
   readonly #strategy: Strategy | undefined;
-  readonly info: ModelInfo;
+  #info: ModelInfo;
   readonly chat: Chat;
 
   constructor(raw: wasm.Model, strategy: Strategy | undefined) {
     this.#raw = raw;
     this.#strategy = strategy;
-    this.info = raw.info();
+    this.#info = raw.info();
     this.chat = {
       completions: chatCompletions(
         (messages, options, signal) => this.generateChat(messages, { ...options, signal }),
         () => `fuselm/${this.info.architecture}`,
       ),
     };
+  }
+
+  get info(): ModelInfo {
+    return this.#info;
+  }
+
+  calibrate(options: CalibrateCallOptions = {}): Promise<Calibration> {
+    return calibrateWith(
+      {
+        key: () => this.calibrationKey(),
+        measure: async (settings) => {
+          try {
+            return await this.#live().calibrate(settings);
+          } catch (e) {
+            throw toFuselmError(e);
+          } finally {
+            this.#refresh();
+          }
+        },
+        apply: (c) => this.useCalibration(c),
+      },
+      options,
+    );
+  }
+
+  async useCalibration(calibration: Calibration): Promise<void> {
+    try {
+      this.#live().useCalibration(calibration);
+    } catch (e) {
+      throw toFuselmError(e);
+    }
+    this.#refresh();
+  }
+
+  /** The key a calibration of this model on this adapter carries (the worker's cache lookups). */
+  async calibrationKey(): Promise<string> {
+    return this.#live().calibrationKey();
+  }
+
+  #refresh(): void {
+    if (this.#raw !== undefined) this.#info = this.#raw.info();
   }
 
   /** Generation from a conversation rendered with the chat template (what `chat.completions`

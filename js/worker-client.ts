@@ -1,7 +1,8 @@
 // The page side of worker mode: a `Model` whose every call is a message to the fuselm worker
 // (worker.ts). Generations stream chunk by chunk across the boundary; aborting sends an abort
 // message, and the worker stops the generation at its next chunk boundary.
-import type { ChatMessage, GenerateOptions, GenerateResult, ModelInfo, Strategy } from "./wasm/fuselm.js";
+import type { Calibration, ChatMessage, GenerateOptions, GenerateResult, ModelInfo, Strategy } from "./wasm/fuselm.js";
+import { calibrateWith, type CalibrateCallOptions } from "./calibration.js";
 import { FuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
 import { chatCompletions, type Chat } from "./chat.js";
@@ -129,11 +130,10 @@ class WorkerModel implements Model {
   readonly #client: WorkerClient;
   readonly #strategy: Strategy | undefined;
 
-  constructor(
-    client: WorkerClient,
-    readonly info: ModelInfo,
-    strategy: Strategy | undefined,
-  ) {
+  #info: ModelInfo;
+
+  constructor(client: WorkerClient, info: ModelInfo, strategy: Strategy | undefined) {
+    this.#info = info;
     this.#client = client;
     this.#strategy = strategy;
     this.chat = {
@@ -165,6 +165,29 @@ class WorkerModel implements Model {
         }) as Promise<GenerateResult>,
       signal,
     );
+  }
+
+  get info(): ModelInfo {
+    return this.#info;
+  }
+
+  calibrate(options: CalibrateCallOptions = {}): Promise<Calibration> {
+    return calibrateWith(
+      {
+        key: async () => (await this.#client.call({ op: "calibrationKey" })) as string,
+        measure: async (settings) => {
+          const done = (await this.#client.call({ op: "calibrate", options: settings })) as { calibration: Calibration; info: ModelInfo };
+          this.#info = done.info;
+          return done.calibration;
+        },
+        apply: (c) => this.useCalibration(c),
+      },
+      options,
+    );
+  }
+
+  async useCalibration(calibration: Calibration): Promise<void> {
+    this.#info = (await this.#client.call({ op: "useCalibration", calibration })) as ModelInfo;
   }
 
   async tokenize(text: string, options: TokenizeOptions = {}): Promise<number[]> {

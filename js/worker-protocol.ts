@@ -1,7 +1,7 @@
 // The messages between a page and the fuselm worker (`loadModel(source, { worker: true })`).
 // Requests carry an id; the worker answers each with events for that id and finally a `done`
 // or `error`. Errors cross as plain data and become `FuselmError`s again on the page.
-import type { ChatMessage, GenerateOptions, GenerateResult, LoadOptions, ModelInfo, Strategy } from "./wasm/fuselm.js";
+import type { CalibrateOptions, Calibration, ChatMessage, GenerateOptions, GenerateResult, LoadOptions, ModelInfo, Strategy } from "./wasm/fuselm.js";
 import type { CacheMode } from "./cache.js";
 import type { LoadProgress } from "./load.js";
 import { FuselmError, type ErrorKind } from "./errors.js";
@@ -23,6 +23,11 @@ export type Request =
   | { id: number; op: "chat"; messages: ChatMessage[]; options: GenerateOptions }
   | { id: number; op: "tokenize"; text: string; addSpecial: boolean; parseSpecial: boolean }
   | { id: number; op: "detokenize"; ids: number[] }
+  | { id: number; op: "calibrationKey" }
+  /** Measures; answers `{ calibration, info }`. */
+  | { id: number; op: "calibrate"; options: CalibrateOptions }
+  /** Applies a saved calibration; answers the updated info. */
+  | { id: number; op: "useCalibration"; calibration: Calibration }
   | { id: number; op: "dispose" }
   /** Aborts the load or generation with this id. */
   | { id: number; op: "abort" };
@@ -38,7 +43,7 @@ export interface WireError {
 export type Reply =
   | { id: number; event: "progress"; progress: LoadProgress }
   | { id: number; event: "chunk"; text: string; tokenIds: number[] }
-  | { id: number; event: "done"; value: ModelInfo | GenerateResult | number[] | string | null }
+  | { id: number; event: "done"; value: ModelInfo | GenerateResult | number[] | string | { calibration: Calibration; info: ModelInfo } | null }
   | { id: number; event: "error"; error: WireError };
 
 export function toWire(e: FuselmError): WireError {

@@ -57,6 +57,18 @@ async function handle(req: Exclude<Request, { op: "abort" }>, signal: AbortSigna
       return { id, event: "done", value: await needModel().tokenize(req.text, { addSpecial: req.addSpecial, parseSpecial: req.parseSpecial }) };
     case "detokenize":
       return { id, event: "done", value: await needModel().detokenize(req.ids) };
+    case "calibrationKey":
+      return { id, event: "done", value: await needModel().calibrationKey() };
+    case "calibrate": {
+      const m = needModel();
+      const calibration = await m.calibrate(req.options);
+      return { id, event: "done", value: { calibration, info: m.info } };
+    }
+    case "useCalibration": {
+      const m = needModel();
+      await m.useCalibration(req.calibration);
+      return { id, event: "done", value: m.info };
+    }
     case "dispose":
       await model?.dispose();
       model = undefined;

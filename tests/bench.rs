@@ -190,3 +190,118 @@ gpu_test!(
     fused_limits_are_typed_errors,
     fused_limits_are_typed_errors_and_unfused_still_runs
 );
+
+async fn calibration_picks_the_fastest_and_can_be_reused() {
+    use fuselm::error::ErrorKind;
+    use fuselm::model::{CalibrateOptions, Calibration};
+    let spec = SyntheticSpec {
+        n_layers: 1,
+        n_embd: 32,
+        n_ff: 64,
+        n_head: 2,
+        n_head_kv: 2,
+        matrix_types: vec![GgmlType::Q8_0],
+        embedding_type: GgmlType::Q8_0,
+        ..SyntheticSpec::default()
+    };
+    let file = synthetic_llama(&spec);
+    let load = LoadOptions {
+        n_ctx: Some(24),
+        max_batch: Some(8),
+        kv_f16: Some(false),
+    };
+    let mut model = GpuModel::load(GpuContext::new().await.expect("gpu"), &file, &load)
+        .await
+        .expect("model");
+
+    // Out-of-range settings are typed errors and leave the model as it was.
+    let planned = model.default_strategy();
+    for bad in [
+        CalibrateOptions {
+            runs: Some(0),
+            ..Default::default()
+        },
+        CalibrateOptions {
+            tokens: Some(257),
+            ..Default::default()
+        },
+    ] {
+        let e = model.calibrate(&bad).await.expect_err("out of range");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
+    assert_eq!(model.default_strategy(), planned);
+
+    // 64 tokens asked, 24 - 8 prompt tokens fit.
+    let c = model
+        .calibrate(&CalibrateOptions {
+            tokens: Some(64),
+            runs: Some(1),
+        })
+        .await
+        .expect("calibrate");
+    assert_eq!((c.prompt_tokens, c.new_tokens, c.runs), (8, 16, 1));
+    let timed: Vec<Strategy> = c.results.iter().map(|r| r.strategy).collect();
+    assert_eq!(timed.len(), 3, "every strategy can run this model: {c:?}");
+    assert!(c.skipped.is_empty(), "{:?}", c.skipped);
+    let tps: Vec<f64> = c
+        .results
+        .iter()
+        .map(|r| r.end_to_end_tokens_per_second.median)
+        .collect();
+    assert!(tps.iter().all(|t| *t > 0.0), "{tps:?}");
+    assert!(tps.windows(2).all(|w| w[0] >= w[1]), "fastest first: {tps:?}");
+    assert_eq!(c.strategy, c.results[0].strategy);
+    assert!(
+        c.reason
+            .starts_with(&format!("{}: fastest in this device's calibration", c.strategy.name())),
+        "{}",
+        c.reason
+    );
+    assert_eq!(model.default_strategy(), (c.strategy, c.reason.clone()));
+    assert_eq!(c.key, model.calibration_key());
+    // The model still generates what it generated before (greedy ids of every strategy agree).
+    let greedy = fuselm::sampling::SamplingOptions::default()
+        .resolve(&[])
+        .unwrap();
+    let mut ids = Vec::new();
+    for strategy in [Strategy::Unfused, Strategy::Fused, Strategy::Megakernel] {
+        let request = fuselm::model::GenerationRequest {
+            prompt: &[1, 2, 3],
+            max_tokens: 6,
+            strategy,
+            sampler: greedy,
+            chunk_tokens: 6,
+            reuse_prefix: false,
+        };
+        ids.push(model.generate(&request, &mut |_| true).await.expect("generate").tokens);
+    }
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "{ids:?}");
+
+    // Cached and applied to a fresh load of the same model on the same adapter.
+    let saved: Calibration =
+        serde_json::from_str(&serde_json::to_string(&c).unwrap()).expect("round trip");
+    assert_eq!(saved, c);
+    let mut again = GpuModel::load(GpuContext::new().await.expect("gpu"), &file, &load)
+        .await
+        .expect("model");
+    again.use_calibration(&saved).expect("same key");
+    assert_eq!(again.default_strategy(), (c.strategy, c.reason.clone()));
+
+    // Not for another model (or a changed key): a typed error, the planner's choice stays.
+    let other_load = LoadOptions {
+        n_ctx: Some(32),
+        ..load
+    };
+    let mut other = GpuModel::load(GpuContext::new().await.expect("gpu"), &file, &other_load)
+        .await
+        .expect("model");
+    let before = other.default_strategy();
+    let e = other.use_calibration(&saved).expect_err("other context");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("ctx 24"), "{e}");
+    assert_eq!(other.default_strategy(), before);
+}
+gpu_test!(
+    calibration_picks_the_fastest,
+    calibration_picks_the_fastest_and_can_be_reused
+);

@@ -153,7 +153,7 @@ fn replay(e: &FuselmError) -> FuselmError {
 }
 
 /// [`replay`] for the megakernel's load-time error.
-fn replay_mega(e: &FuselmError) -> FuselmError {
+pub(super) fn replay_mega(e: &FuselmError) -> FuselmError {
     match e {
         FuselmError::LimitExceeded {
             limit,
@@ -289,14 +289,16 @@ impl GpuModel {
     /// * otherwise fused on GPUs and unfused on software adapters (a dispatch costs little
     ///   there next to the work: fused measured 0.8–1.2× unfused on lavapipe's toy grid and
     ///   0.4–0.6× on SwiftShader).
+    ///
+    /// A calibration ([`GpuModel::calibrate`], [`GpuModel::use_calibration`]) replaces this rule
+    /// with what was measured on this device.
     pub fn default_strategy(&self) -> (Strategy, String) {
+        if let Some((strategy, reason)) = &self.calibrated {
+            return (*strategy, reason.clone());
+        }
         let software = self.ctx.identity.is_software;
         let bytes = self.decode_weight_bytes();
-        let mega_limit = if software {
-            MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES
-        } else {
-            MEGAKERNEL_GPU_MAX_WEIGHT_BYTES
-        };
+        let mega_limit = self.megakernel_limit();
         let mega_runs = super::megakernel::mega_shape(&self.config, self.acts.n_ctx).is_ok()
             && !matches!(self.mega, Some(Err(_)));
         if mega_runs && bytes <= mega_limit {
@@ -332,6 +334,15 @@ impl GpuModel {
                  per operation and a readback per token"
                     .into(),
             ),
+        }
+    }
+
+    /// The most weight bytes per token for which the planner picks the megakernel here.
+    pub(super) fn megakernel_limit(&self) -> u64 {
+        if self.ctx.identity.is_software {
+            MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES
+        } else {
+            MEGAKERNEL_GPU_MAX_WEIGHT_BYTES
         }
     }
 

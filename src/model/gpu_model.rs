@@ -76,6 +76,9 @@ pub struct GpuModel {
     /// The megakernel, built on its first use (it copies the weights into its arena), or why
     /// this model cannot use it.
     pub(super) mega: Option<std::result::Result<super::megakernel::MegaModel, FuselmError>>,
+    /// The default strategy and its reason from a calibration (`calibrate`, `use_calibration`),
+    /// which overrides the planner's rule of thumb.
+    pub(super) calibrated: Option<(super::generation::Strategy, String)>,
 }
 
 /// GPU memory a loaded model holds, in bytes.
@@ -259,6 +262,7 @@ impl GpuModel {
             kv_valid: Vec::new(),
             kv_in_mega: false,
             mega: None,
+            calibrated: None,
         })
     }
 

@@ -3,6 +3,7 @@
 
 mod activations;
 pub mod bench;
+mod calibration;
 pub mod cpu_reference;
 mod fused_step;
 mod generation;
@@ -17,6 +18,7 @@ pub mod synthetic;
 mod text_model;
 pub mod vocab;
 
+pub use calibration::{CalibrateOptions, Calibration, CalibrationRun};
 pub use cpu_reference::CpuReferenceModel;
 pub use generation::{GenerationRequest, Strategy, TokenGeneration, DEFAULT_CHUNK_TOKENS};
 pub use gpu_model::{GpuModel, LoadOptions, MemoryUse, QuantUse, StopReason};

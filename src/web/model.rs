@@ -13,7 +13,7 @@ use crate::chat_template::ChatMessage;
 use crate::error::FuselmError;
 use crate::gpu::GpuContext;
 use crate::model::{
-    GenerateOptions, GenerateResult, LoadOptions, LoadStatus, MemoryUse, Prompt, QuantUse,
+    CalibrateOptions, Calibration, GenerateOptions, GenerateResult, LoadOptions, LoadStatus, MemoryUse, Prompt, QuantUse,
     Strategy, TextModel,
 };
 use crate::tokenizer::Tokenizer;
@@ -124,6 +124,12 @@ export class Model {
     tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Uint32Array;
     detokenize(ids: Uint32Array): string;
     info(): ModelInfo;
+    /** Times every strategy that can win here on a short generation; the fastest becomes the default. */
+    calibrate(options: CalibrateOptions | null | undefined): Promise<Calibration>;
+    /** Applies a saved calibration of this model on this adapter. */
+    useCalibration(calibration: Calibration): void;
+    /** The key a calibration of this model on this adapter carries. */
+    calibrationKey(): string;
 }
 
 /**
@@ -143,7 +149,9 @@ export class ModelLoader {
 pub struct Model {
     inner: Rc<RefCell<TextModel>>,
     tokenizer: Arc<Tokenizer>,
-    info: ModelInfo,
+    /// Kept up to date by calibration (strategy, reason, memory), readable during a generation.
+    info: Rc<RefCell<ModelInfo>>,
+    calibration_key: String,
 }
 
 impl Model {
@@ -151,10 +159,17 @@ impl Model {
         let info = ModelInfo::of(&mut model);
         Self {
             tokenizer: model.tokenizer_handle(),
+            calibration_key: model.gpu().calibration_key(),
             inner: Rc::new(RefCell::new(model)),
-            info,
+            info: Rc::new(RefCell::new(info)),
         }
     }
+}
+
+fn busy() -> FuselmError {
+    FuselmError::Busy(
+        "this model is already generating; await the running generation first".into(),
+    )
 }
 
 /// Parses a whole GGUF file, builds its tokenizer and chat template and uploads it to the GPU.
@@ -308,8 +323,65 @@ impl Model {
     /// The model's hyper-parameters, memory and default strategy. Available during a
     /// generation too.
     pub fn info(&self) -> Result<Ts<ModelInfo>, JsValue> {
-        to_js(&self.info)
+        to_js(&*self.info.borrow())
     }
+
+    /// Times a short greedy generation with every strategy that can win here and makes the
+    /// fastest the default (see `Calibration`). Rejects with "busy" during a generation.
+    pub fn calibrate(&self, options: Option<Ts<CalibrateOptions>>) -> js_sys::Promise {
+        let inner = Rc::clone(&self.inner);
+        let info = Rc::clone(&self.info);
+        let options = from_js(options);
+        wasm_bindgen_futures::future_to_promise(async move {
+            let options = options?.unwrap_or_default();
+            let c = calibrate(&inner, &info, &options)
+                .await
+                .map_err(to_js_error)?;
+            Ok(to_js(&c)?.into())
+        })
+    }
+
+    /// Applies a saved calibration of this model on this adapter (same `key`); rejects with
+    /// "invalid-argument" for another one, "busy" during a generation.
+    #[wasm_bindgen(js_name = useCalibration)]
+    pub fn use_calibration(&self, calibration: JsValue) -> Result<(), JsValue> {
+        let c: Calibration = serde_wasm_bindgen::from_value(calibration).map_err(|e| {
+            to_js_error(FuselmError::InvalidArgument(format!(
+                "not a calibration (as model.calibrate() returns): {e}"
+            )))
+        })?;
+        let mut model = self.inner.try_borrow_mut().map_err(|_| to_js_error(busy()))?;
+        model.gpu().use_calibration(&c).map_err(to_js_error)?;
+        let mut info = self.info.borrow_mut();
+        (info.strategy, info.strategy_reason) = model.gpu().default_strategy();
+        Ok(())
+    }
+
+    /// The key a calibration of this model on this adapter carries (to look one up in a cache).
+    #[wasm_bindgen(js_name = calibrationKey)]
+    pub fn calibration_key(&self) -> String {
+        self.calibration_key.clone()
+    }
+}
+
+// As `generate` below: the RefMut held across the awaits is the busy lock.
+#[allow(clippy::await_holding_refcell_ref)]
+async fn calibrate(
+    inner: &RefCell<TextModel>,
+    info: &RefCell<ModelInfo>,
+    options: &CalibrateOptions,
+) -> Result<Calibration, FuselmError> {
+    let mut model = inner.try_borrow_mut().map_err(|_| busy())?;
+    if let Some(why) = model.gpu().context().lost() {
+        return Err(FuselmError::DeviceLost(why));
+    }
+    let result = model.gpu().calibrate(options).await;
+    let c = result.map_err(|e| model.gpu().context().explain(e))?;
+    let gpu = model.gpu();
+    let mut info = info.borrow_mut();
+    (info.strategy, info.strategy_reason) = gpu.default_strategy();
+    info.memory = gpu.memory();
+    Ok(c)
 }
 
 // The RefMut held across the awaits is the busy lock (see the module comment); every other access
@@ -321,11 +393,7 @@ async fn generate(
     options: &GenerateOptions,
     on_token: Option<&js_sys::Function>,
 ) -> Result<GenerateResult, FuselmError> {
-    let mut model = inner.try_borrow_mut().map_err(|_| {
-        FuselmError::Busy(
-            "this model is already generating; await the running generation first".into(),
-        )
-    })?;
+    let mut model = inner.try_borrow_mut().map_err(|_| busy())?;
     if let Some(why) = model.gpu().context().lost() {
         return Err(FuselmError::DeviceLost(why));
     }

@@ -326,6 +326,62 @@ test("worker mode: same API and ids, streaming and abort across the boundary, ma
   assertNoProblems(problems);
 });
 
+test("calibration: the fastest strategy becomes the default, cached in localStorage, applied in worker mode", async () => {
+  const { page, problems } = await sdkPage();
+  const out = await page.evaluate(async (url) => {
+    localStorage.clear();
+    const kind = (e) => (e instanceof window.f.FuselmError ? e.kind : `untyped: ${e}`);
+    const m = await window.f.loadModel(url, { nCtx: 64 });
+    const greedy = async () => (await m.generate("Hi", { maxTokens: 6 }).result()).tokens;
+    const before = { ids: await greedy(), strategy: m.info.strategy };
+    const measured = await m.calibrate({ tokens: 4, runs: 1, cache: true });
+    const info = { strategy: m.info.strategy, reason: m.info.strategyReason };
+    const keys = Object.keys(localStorage);
+    const cached = await m.calibrate({ tokens: 4, runs: 1, cache: true });
+    const after = await greedy();
+    // Typed errors, and the model stays usable.
+    const rejected = [];
+    rejected.push(await m.calibrate({ runs: 0 }).then(() => "resolved", kind));
+    rejected.push(await m.useCalibration({ ...measured, key: "another model" }).then(() => "resolved", kind));
+    rejected.push(await m.useCalibration("not a calibration").then(() => "resolved", kind));
+    rejected.push(await m.calibrate({ cache: 42 }).then(() => "resolved", kind));
+    const running = m.generate("Hi", { maxTokens: 30, chunkTokens: 2 });
+    rejected.push(await m.calibrate({ tokens: 2, runs: 1 }).then(() => "resolved", kind));
+    await running.result();
+    // Your own store.
+    const map = new Map();
+    const store = { getItem: (k) => map.get(k) ?? null, setItem: (k, v) => map.set(k, v) };
+    const own = await m.calibrate({ tokens: 4, runs: 1, cache: store });
+    await m.dispose();
+    // Worker mode: the page's cache applies to the model in the worker.
+    const w = await window.f.loadModel(url, { worker: true, nCtx: 64 });
+    const inWorker = await w.calibrate({ cache: true });
+    const workerInfo = { strategy: w.info.strategy, reason: w.info.strategyReason };
+    await w.dispose();
+    return { before, measured, info, keys, cached, after, rejected, own, mapKeys: [...map.keys()], inWorker, workerInfo };
+  }, model);
+  const { measured } = out;
+  assert.equal(measured.fromCache, false);
+  assert.deepEqual([measured.promptTokens, measured.newTokens, measured.runs], [8, 4, 1]);
+  assert.deepEqual(measured.results.map((r) => r.strategy).sort(), ["fused", "megakernel", "unfused"]);
+  const tps = measured.results.map((r) => r.endToEndTokensPerSecond.median);
+  assert.ok(tps.every((t, i) => t > 0 && (i === 0 || tps[i - 1] >= t)), `fastest first: ${tps}`);
+  assert.equal(measured.strategy, measured.results[0].strategy);
+  assert.deepEqual(out.info, { strategy: measured.strategy, reason: measured.reason });
+  assert.match(measured.reason, /fastest in this device's calibration/);
+  assert.deepEqual(out.keys, [`fuselm.calibration.v1:${measured.key}`]);
+  assert.equal(out.cached.fromCache, true);
+  assert.deepEqual({ ...out.cached, fromCache: false }, measured);
+  assert.deepEqual(out.after, out.before.ids, "greedy ids do not depend on the strategy");
+  assert.deepEqual(out.rejected, ["invalid-argument", "invalid-argument", "invalid-argument", "invalid-argument", "busy"]);
+  assert.equal(out.own.fromCache, false);
+  assert.deepEqual(out.mapKeys, [`fuselm.calibration.v1:${measured.key}`]);
+  assert.equal(out.inWorker.fromCache, true);
+  assert.deepEqual(out.workerInfo, { strategy: measured.strategy, reason: measured.reason });
+  console.log(`calibration on SwiftShader: ${measured.reason} (the planner had picked ${out.before.strategy})`);
+  assertNoProblems(problems);
+});
+
 test("loading the real model streams it: JS heap and wasm memory stay far below the file size", async () => {
   const { page, problems } = await sdkPage({
     init: () => {

@@ -13,6 +13,10 @@ import {
   Generation,
   type ErrorKind,
   type Model,
+  type CalibrateCallOptions,
+  type CalibrationStore,
+  type Calibration,
+  type CalibrationRun,
   type ModelSource,
   type LoadOptions,
   type LoadModelOptions,
@@ -242,6 +246,26 @@ export function describe(model: Model): string {
   model.info();
   return `${info.architecture} ${n} ${formats}; GPU ${mib(memory.total)} (weights ${mib(memory.weights)}, KV ${mib(memory.kvCache)}, ` +
     `activations ${mib(memory.activations)}); ${strategy}: ${info.strategyReason} ${info.chatTemplate} ${info.adapter}`;
+}
+
+export async function calibrated(model: Model): Promise<Strategy> {
+  const store: CalibrationStore = { getItem: () => null, setItem: () => {} };
+  const options: CalibrateCallOptions = { tokens: 16, runs: 3, cache: true };
+  const c: Calibration = await model.calibrate(options);
+  const own: Calibration = await model.calibrate({ cache: store });
+  const runs: CalibrationRun[] = c.results;
+  const first: number | undefined = runs[0]?.endToEndTokensPerSecond.median;
+  const cached: boolean | undefined = c.fromCache;
+  const why: string = c.reason;
+  const skipped: string[] = c.skipped;
+  const key: string = c.key;
+  await model.useCalibration(JSON.parse(JSON.stringify(own)) as Calibration);
+  console.log(first, cached, why, skipped, key, c.promptTokens, c.newTokens, c.runs);
+  // @ts-expect-error a cache is a boolean or a store
+  await model.calibrate({ cache: "yes" });
+  // @ts-expect-error a calibration is the object calibrate() returns
+  await model.useCalibration("fused");
+  return c.strategy;
 }
 
 export async function tokens(model: Model): Promise<string> {
