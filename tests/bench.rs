@@ -73,7 +73,10 @@ async fn toy_bench_reports_every_strategy() {
             .collect();
         assert_eq!(picked.len(), 1, "{w}: {picked:?}");
     }
-    assert_eq!(report.markdown.matches(" (auto) |").count(), workloads.len());
+    assert_eq!(
+        report.markdown.matches(" (auto) |").count(),
+        workloads.len()
+    );
     // One row per result, then one per planner warning (timing-dependent: not asserted).
     assert_eq!(
         report.markdown.lines().count(),
@@ -249,11 +252,16 @@ async fn calibration_picks_the_fastest_and_can_be_reused() {
         .map(|r| r.end_to_end_tokens_per_second.median)
         .collect();
     assert!(tps.iter().all(|t| *t > 0.0), "{tps:?}");
-    assert!(tps.windows(2).all(|w| w[0] >= w[1]), "fastest first: {tps:?}");
+    assert!(
+        tps.windows(2).all(|w| w[0] >= w[1]),
+        "fastest first: {tps:?}"
+    );
     assert_eq!(c.strategy, c.results[0].strategy);
     assert!(
-        c.reason
-            .starts_with(&format!("{}: fastest in this device's calibration", c.strategy.name())),
+        c.reason.starts_with(&format!(
+            "{}: fastest in this device's calibration",
+            c.strategy.name()
+        )),
         "{}",
         c.reason
     );
@@ -273,7 +281,13 @@ async fn calibration_picks_the_fastest_and_can_be_reused() {
             chunk_tokens: 6,
             reuse_prefix: false,
         };
-        ids.push(model.generate(&request, &mut |_| true).await.expect("generate").tokens);
+        ids.push(
+            model
+                .generate(&request, &mut |_| true)
+                .await
+                .expect("generate")
+                .tokens,
+        );
     }
     assert!(ids.windows(2).all(|w| w[0] == w[1]), "{ids:?}");
 

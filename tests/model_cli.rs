@@ -1,4 +1,5 @@
-//! `fuselm inspect` and `fuselm tokenize` on the real default model, as a user runs them.
+//! `fuselm inspect` and `fuselm tokenize` on the real default model, and `fuselm generate
+//! --calibrate` on a synthetic one, as a user runs them.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
@@ -75,4 +76,60 @@ fn a_truncated_model_is_a_clear_error() {
     assert!(stderr.starts_with("fuselm: "), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn generate_calibrates_and_keeps_the_ids() {
+    let dir = std::env::temp_dir().join(format!("fuselm-cli-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("synthetic.gguf");
+    let model = model.to_str().unwrap();
+    let out = fuselm(&["synthetic-model", model]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let generate = |extra: &[&str]| {
+        let mut args = vec![
+            "generate",
+            "--model",
+            model,
+            "--prompt",
+            "Hello",
+            "--max-tokens",
+            "8",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = fuselm(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        (json["generatedIds"].clone(), stderr)
+    };
+    let (planned, _) = generate(&[]);
+    let (calibrated, stderr) = generate(&["--calibrate"]);
+    let line = stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("[calibration ")
+                .and_then(|l| l.strip_suffix(']'))
+        })
+        .unwrap_or_else(|| panic!("no calibration line: {stderr}"));
+    let c: serde_json::Value = serde_json::from_str(line).expect("calibration json");
+    let best = c["strategy"].as_str().expect("strategy");
+    assert_eq!(c["results"][0]["strategy"], best, "{c}");
+    assert_eq!(c["results"].as_array().map(Vec::len), Some(3), "{c}");
+    assert!(
+        stderr.contains(&format!(
+            "[strategy {best}: fastest in this device's calibration"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        calibrated, planned,
+        "greedy ids do not depend on the strategy"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -13,8 +13,8 @@ use crate::chat_template::ChatMessage;
 use crate::error::FuselmError;
 use crate::gpu::GpuContext;
 use crate::model::{
-    CalibrateOptions, Calibration, GenerateOptions, GenerateResult, LoadOptions, LoadStatus, MemoryUse, Prompt, QuantUse,
-    Strategy, TextModel,
+    CalibrateOptions, Calibration, GenerateOptions, GenerateResult, LoadOptions, LoadStatus,
+    MemoryUse, Prompt, QuantUse, Strategy, TextModel,
 };
 use crate::tokenizer::Tokenizer;
 use serde::{Deserialize, Serialize};
@@ -167,9 +167,7 @@ impl Model {
 }
 
 fn busy() -> FuselmError {
-    FuselmError::Busy(
-        "this model is already generating; await the running generation first".into(),
-    )
+    FuselmError::Busy("this model is already generating; await the running generation first".into())
 }
 
 /// Parses a whole GGUF file, builds its tokenizer and chat template and uploads it to the GPU.
@@ -350,7 +348,10 @@ impl Model {
                 "not a calibration (as model.calibrate() returns): {e}"
             )))
         })?;
-        let mut model = self.inner.try_borrow_mut().map_err(|_| to_js_error(busy()))?;
+        let mut model = self
+            .inner
+            .try_borrow_mut()
+            .map_err(|_| to_js_error(busy()))?;
         model.gpu().use_calibration(&c).map_err(to_js_error)?;
         let mut info = self.info.borrow_mut();
         (info.strategy, info.strategy_reason) = model.gpu().default_strategy();

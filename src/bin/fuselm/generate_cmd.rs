@@ -1,8 +1,9 @@
 //! `fuselm generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--strategy S]
-//! [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--stop TEXT ...] [--json]`.
+//! [--calibrate] [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--stop TEXT ...]
+//! [--json]`.
 
 use fuselm::gpu::GpuContext;
-use fuselm::model::{GenerateOptions, LoadOptions, Prompt, Strategy, TextModel};
+use fuselm::model::{CalibrateOptions, GenerateOptions, LoadOptions, Prompt, Strategy, TextModel};
 use fuselm::sampling::SamplingOptions;
 use std::error::Error;
 use std::io::Write;
@@ -31,11 +32,14 @@ pub struct GenerateArgs {
     /// Keep the KV cache in f16 (needs the adapter's shader-f16).
     #[arg(long)]
     kv_f16: bool,
-    /// fused or unfused (the one-dispatch-per-operation baseline). Default: the model's choice,
-    /// printed to stderr (fused, unless the adapter is a software one or the fused kernels do
-    /// not implement the model's architecture yet).
+    /// fused, unfused (the one-dispatch-per-operation baseline) or megakernel. Default: the
+    /// planner's choice, printed to stderr with its reason.
     #[arg(long)]
     strategy: Option<String>,
+    /// Before generating, time every strategy that can win on a short greedy generation and use
+    /// the fastest (the calibration is printed to stderr as JSON). Ignored with --strategy.
+    #[arg(long)]
+    calibrate: bool,
     /// Fused: decode steps per compute pass (tokens stream at these boundaries).
     #[arg(long)]
     chunk_tokens: Option<u32>,
@@ -86,6 +90,10 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     let strategy = match &args.strategy {
         Some(s) => Strategy::parse(s)?,
         None => {
+            if args.calibrate {
+                let c = model.gpu().calibrate(&CalibrateOptions::default()).await?;
+                eprintln!("[calibration {}]", serde_json::to_string(&c)?);
+            }
             let (s, why) = model.gpu().default_strategy();
             eprintln!("[strategy {why}]");
             s
