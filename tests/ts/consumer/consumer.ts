@@ -14,6 +14,7 @@ import {
   type ErrorKind,
   type Model,
   type CalibrateCallOptions,
+  type CalibrateOptions,
   type CalibrationStore,
   type Calibration,
   type CalibrationRun,
@@ -250,7 +251,8 @@ export function describe(model: Model): string {
 
 export async function calibrated(model: Model): Promise<Strategy> {
   const store: CalibrationStore = { getItem: () => null, setItem: () => {} };
-  const options: CalibrateCallOptions = { tokens: 16, runs: 3, cache: true };
+  const settings: CalibrateOptions = { tokens: 16, runs: 3 };
+  const options: CalibrateCallOptions = { ...settings, cache: true };
   const c: Calibration = await model.calibrate(options);
   const own: Calibration = await model.calibrate({ cache: store });
   const runs: CalibrationRun[] = c.results;
