@@ -172,6 +172,9 @@ export function crossovers(report) {
   return { points, crossovers: out };
 }
 
+/** A row's series on the crossover chart: its workload without the width ("toy L4, 64 tokens"). */
+const seriesOf = (r) => r.workload.replace(/\bd\d+\s+/, "");
+
 /** Bytes in decimal units, as the README's crossover figures: 27.7 KB, 1.2 MB. */
 function fmtDecimalBytes(n) {
   for (const [unit, size] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) {
@@ -202,7 +205,7 @@ function drawCrossover(report) {
   const py = (v) => height - bottom - ((Math.log10(v) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0))) * (height - top - bottom);
   const svg = el("svg", {
     viewBox: `0 0 ${width} ${height}`, class: "chart crossover", role: "img",
-    "aria-label": "end-to-end tokens per second against weight bytes per token, per strategy",
+    "aria-label": "end-to-end tokens per second against weight bytes per token, per strategy and depth",
   });
   for (let v = x0; v <= x1 * 1.0001; v *= 10) {
     svg.append(el("line", { x1: px(v), x2: px(v), y1: top, y2: height - bottom, class: "grid-line" }));
@@ -217,14 +220,22 @@ function drawCrossover(report) {
   for (const c of cross) {
     svg.append(el("line", { x1: px(c.bytes), x2: px(c.bytes), y1: top, y2: height - bottom, class: "limit-line crossover-line" }));
   }
+  // One line per strategy and series (the same depth across widths: "toy L1", "toy L4"), so a
+  // line shows how a strategy scales with width; dash patterns tell the series apart.
+  const seriesNames = [];
+  for (const r of rowsWith) if (!seriesNames.includes(seriesOf(r))) seriesNames.push(seriesOf(r));
+  const dashes = ["", "6 4", "2 3", "8 3 2 3"];
+  const dashOf = (name) => dashes[seriesNames.indexOf(name) % dashes.length];
   strats.forEach((s, i) => {
     const mine = rowsWith.filter((r) => r.strategy === s).sort((a, b) => a.weightBytesPerToken - b.weightBytesPerToken);
-    if (mine.length === 0) return;
-    const line = el("polyline", {
-      points: mine.map((r) => `${px(r.weightBytesPerToken)},${py(endToEnd(r))}`).join(" "),
-      stroke: colorOf(s, i), "data-strategy": s,
-    });
-    svg.append(line);
+    for (const name of seriesNames) {
+      const run = mine.filter((r) => seriesOf(r) === name);
+      if (run.length < 2) continue;
+      svg.append(el("polyline", {
+        points: run.map((r) => `${px(r.weightBytesPerToken)},${py(endToEnd(r))}`).join(" "),
+        stroke: colorOf(s, i), "stroke-dasharray": dashOf(name), "data-strategy": s, "data-series": name,
+      }));
+    }
     for (const r of mine) {
       const dot = el("circle", {
         cx: px(r.weightBytesPerToken), cy: py(endToEnd(r)), r: 3.5, fill: colorOf(s, i), class: "point",
@@ -236,6 +247,11 @@ function drawCrossover(report) {
         svg.append(el("circle", { cx: px(r.weightBytesPerToken), cy: py(endToEnd(r)), r: 7.5, fill: "none", stroke: colorOf(s, i), "stroke-width": 1.5, class: "auto-pick" }));
       }
     }
+  });
+  seriesNames.forEach((name, k) => {
+    const y = top + 10 + k * 16;
+    svg.append(el("line", { x1: left + 12, x2: left + 42, y1: y, y2: y, stroke: "currentColor", "stroke-width": 2, "stroke-dasharray": dashOf(name), class: "series-key" }));
+    svg.append(el("text", { x: left + 48, y: y + 4 }, name));
   });
   svg.append(el("text", { x: width - right, y: height - 8, "text-anchor": "end" }, "weight bytes read per token (log)"));
   svg.append(el("text", { x: 12, y: top + 4, transform: `rotate(-90 12 ${top + 4})`, "text-anchor": "end" }, "end-to-end tok/s (log)"));

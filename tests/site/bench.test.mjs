@@ -67,7 +67,8 @@ test("the bench page runs every strategy on the toy grid, charts it and download
 
     // The crossover chart: a line per strategy through every workload, auto's pick ringed.
     // On a software adapter the planner picks the megakernel for these small models.
-    assert.equal(await page.locator("#crossover svg polyline").count(), 3);
+    // One line per strategy and depth (L1, L4) across the widths.
+    assert.equal(await page.locator("#crossover svg polyline").count(), 3 * 2);
     assert.equal(await page.locator("#crossover svg circle.point").count(), results.length);
     assert.equal(await page.locator("#crossover svg circle.auto-pick").count(), workloads);
     for (const w of new Set(results.map((r) => r.workload))) {
@@ -94,13 +95,20 @@ test("the bench page shows a saved report: the H200's toy grid with its crossove
     assert.equal(await page.locator("#results tbody tr").count(), 24);
     assert.equal(await page.locator("#chart svg rect").count(), 24);
 
-    // One line per strategy through the 8 toy sizes, ordered by weight bytes per token.
+    // One line per strategy and depth through the 4 widths, ordered by weight bytes per token.
     const lines = await page.locator("#crossover svg polyline").evaluateAll((ps) =>
-      ps.map((p) => ({ strategy: p.dataset.strategy, xs: p.getAttribute("points").split(" ").map((xy) => Number(xy.split(",")[0])) })),
+      ps.map((p) => ({
+        strategy: p.dataset.strategy, series: p.dataset.series,
+        xs: p.getAttribute("points").split(" ").map((xy) => Number(xy.split(",")[0])),
+      })),
     );
-    assert.deepEqual(lines.map((l) => l.strategy).sort(), ["fused", "megakernel", "unfused"]);
+    assert.deepEqual(
+      lines.map((l) => `${l.strategy} ${l.series}`).sort(),
+      ["fused", "megakernel", "unfused"].flatMap((s) => [`${s} toy L1, 64 tokens`, `${s} toy L4, 64 tokens`]),
+    );
+    assert.equal(await page.locator("#crossover svg circle.point").count(), 24);
     for (const l of lines) {
-      assert.equal(l.xs.length, 8, l.strategy);
+      assert.equal(l.xs.length, 4, l.strategy);
       assert.deepEqual([...l.xs].sort((a, b) => a - b), l.xs, `${l.strategy}: left to right`);
     }
     // A dashed line wherever the fastest strategy (end to end) changes between neighbouring sizes.
