@@ -356,7 +356,7 @@ function showSaved(json, from) {
     throw new Error(`${from} is not a fuselm bench report (no results)`);
   }
   const device = json.device ?? json.adapter ?? {};
-  const adapterName = device.adapter?.device ?? device.device ?? device.description ?? "";
+  const adapterName = device.adapter?.device || device.device || device.description || device.architecture || "";
   const what = [adapterName, device.adapter?.backend ?? device.backend, json.date?.slice(0, 10), json.commit && `commit ${json.commit}`]
     .filter(Boolean)
     .join(" · ");

@@ -90,14 +90,19 @@ pub struct GenerationRequest<'a> {
 
 /// The planner picks the megakernel on a GPU while one token streams at most this many
 /// weight bytes (see [`GpuModel::default_strategy`]). Natively (wgpu on Vulkan, H200) the
-/// crossover lies between 92 KB and 313 KB of weights per token.
+/// crossover lies near 92 KB of weights per token (d64 L1: megakernel 1.27× fused in one lease,
+/// 0.84× in another; 1.15× at 83 KB, 0.65× at 313 KB) — bench/results/megakernel-h200-2026-11-24-548148e
+/// and planner-h200-2026-11-24-20b7b8c.
 #[cfg(not(target_arch = "wasm32"))]
 pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 128 * 1024;
 /// In the browser (the npm package on Dawn, H200) a dispatch costs more and the megakernel
-/// wins further: the crossover lies between 1.217 MB (d128 L4: 1.05× fused) and 1.254 MB
-/// (d256 L1: 0.65×) — bench/results/megakernel-dawn-h200-2026-11-24-142921c.
+/// wins further, but where varies between leases: d64 L4 (313 KB) 1.7–1.8× fused in both
+/// measured, d128 L1 (332 KB) 1.4× and 0.99×, d128 L4 (1.22 MB) 1.05× and 0.55×, d256 L1
+/// (1.25 MB) 0.65× and 0.62× (bench/results/megakernel-dawn-h200-2026-11-24-142921c,
+/// planner-h200-2026-11-24-20b7b8c). 512 KiB keeps the worst miss of either lease at ≤ 1.05×;
+/// `calibrate` measures the device at hand instead.
 #[cfg(target_arch = "wasm32")]
-pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 1200 * 1024;
+pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 512 * 1024;
 /// The same on a software (CPU) adapter.
 pub const MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -281,8 +286,9 @@ impl GpuModel {
     /// tok/s of 64-token generations):
     /// * the one-workgroup megakernel (llama-family blocks) beats fused on a GPU while a
     ///   token streams at most [`MEGAKERNEL_GPU_MAX_WEIGHT_BYTES`] of weights (natively on
-    ///   the H200: 1.2–1.4× at 28–92 KB, 0.75× at 313 KB, 0.02× on SmolLM2's 98 MB; through
-    ///   Dawn, as in a browser: 1.05–3.0× up to 1.2 MB, 0.65× at 1.25 MB), and beats unfused on a
+    ///   the H200: 1.1–1.4× at 28–83 KB, 0.84–1.27× at 92 KB, 0.65–0.75× at 313 KB, 0.02× on
+    ///   SmolLM2's 98 MB; through Dawn, as in a browser: 1.7–3.7× up to 313 KB, 0.99–1.4× at
+    ///   332 KB, 0.55–1.05× at 1.2 MB, 0.62–0.65× at 1.25 MB), and beats unfused on a
     ///   software adapter up to [`MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES`] (lavapipe, 2 cores:
     ///   1.3–2.2× from 28 KB to 4.8 MB; 0.5× on SmolLM2), where its one workgroup runs on one
     ///   CPU thread;

@@ -128,6 +128,19 @@ test("the bench page shows a saved report: the H200's toy grid with its crossove
     await screenshot(page, "bench-saved");
     assertNoProblems(problems);
 
+    // Every saved report the page links to is there and is a report.
+    const linked = await page.locator('a[href^="?report="]').evaluateAll((links) =>
+      Promise.all(
+        links.map(async (a) => {
+          const url = new URL(new URLSearchParams(new URL(a.href).search).get("report"), location.href);
+          const json = await (await fetch(url)).json();
+          return { href: a.getAttribute("href"), results: (json.report ?? json).results?.length ?? 0 };
+        }),
+      ),
+    );
+    assert.ok(linked.length >= 5, JSON.stringify(linked));
+    for (const l of linked) assert.ok(l.results >= 12, `${l.href}: ${l.results} results`);
+
     // Something that is not a report: a clear message, and the page stays usable.
     const bad = await openPage(browser, `${base}/examples/site/bench.html?report=../../README.md`);
     await expectState(bad.page, "error", 60_000);
