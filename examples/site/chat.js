@@ -45,13 +45,14 @@ window.fuselmChat = {
 
 function setState(state) {
   document.body.dataset.state = state;
-  const busy = state === "loading" || state === "generating";
+  const busy = state === "loading" || state === "generating" || state === "calibrating";
   $("send").disabled = !model || busy;
   $("stop").disabled = state !== "generating";
   $("load").disabled = busy;
   $("preset").disabled = busy;
   $("model-file").disabled = busy;
   $("unload").disabled = busy;
+  $("calibrate").disabled = !model || busy;
 }
 
 // ---------------------------------------------------------------- loading
@@ -73,7 +74,10 @@ function showProgress(p) {
   $("progress-text").textContent = `${p.phase} ${amount}${p.fromCache ? " (from cache)" : ""}`;
 }
 
-function showInfo(info, seconds) {
+let loadSeconds = 0; // shown in the model's info
+
+function showInfo(info, seconds = loadSeconds) {
+  loadSeconds = seconds;
   const m = info.memory;
   const entries = [
     ["model", modelName],
@@ -105,6 +109,7 @@ async function unload() {
   model = undefined;
   $("model-summary").hidden = true;
   $("strategy").options[0].textContent = "model default";
+  delete document.body.dataset.calibrated;
   await old.dispose();
 }
 
@@ -154,6 +159,29 @@ $("model-file").addEventListener("change", () => {
   if (file) load(file, file.name);
 });
 $("cancel-load").addEventListener("click", () => loadAbort?.abort());
+// The planner's calibration: each strategy that can win is timed on a short generation on this
+// GPU and the fastest becomes the model's default; the result is kept in localStorage, so the next
+// visit with the same model and adapter applies it at once.
+$("calibrate").addEventListener("click", async () => {
+  if (!model) return;
+  clearError($("error"));
+  setState("calibrating");
+  $("status").textContent = "Calibrating: timing each strategy on a short generation…";
+  try {
+    const c = await model.calibrate({ cache: true });
+    showInfo(model.info);
+    document.body.dataset.calibrated = c.strategy;
+    const timings = c.results.map((r) => `${r.strategy} ${fmtNumber(r.endToEndTokensPerSecond.median, 0)} tok/s`).join(", ");
+    $("status").textContent = c.fromCache
+      ? `Calibration from this browser's cache: ${c.strategy} is the default (${timings}).`
+      : `Calibrated: ${c.strategy} is the default now (${timings}).`;
+  } catch (e) {
+    $("status").textContent = "";
+    showError($("error"), e, "Calibration");
+  } finally {
+    setState(model ? "ready" : "idle");
+  }
+});
 $("unload").addEventListener("click", async () => {
   await unload();
   $("status").textContent = "Model unloaded: its GPU memory is free.";

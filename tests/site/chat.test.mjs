@@ -152,6 +152,47 @@ test("chat: load, stream an answer, stop a long one, keep talking, unload", asyn
   }
 });
 
+test("chat: calibrate the strategy; the next visit applies the saved calibration", async () => {
+  const browser = await launch();
+  try {
+    const { page, problems } = await openPage(browser, chatUrl());
+    await page.evaluate(() => localStorage.clear());
+    assert.equal(await waitState(page, ["idle"]), "idle");
+    assert.equal(await page.isDisabled("#calibrate"), true, "nothing to calibrate before a model is loaded");
+    await loadByUrl(page, tiny);
+    await expectState(page, "ready");
+    await page.click("#calibrate");
+    await expectState(page, "ready", 180_000);
+    const strategy = await page.evaluate(() => document.body.dataset.calibrated);
+    assert.ok(["fused", "unfused", "megakernel"].includes(strategy), strategy);
+    const status = await page.textContent("#status");
+    assert.match(status, new RegExp(`^Calibrated: ${strategy} is the default now \\(${strategy} [\\d,]+ tok/s(, \\w+ [\\d,]+ tok/s)+\\)\\.$`));
+    assert.match(await page.textContent("#model-info"), new RegExp(`${strategy}: fastest in this device's calibration`));
+    assert.equal(await page.textContent("#strategy option[value='']"), `model default (${strategy})`);
+    // Generations without a chosen strategy use it.
+    await settings(page, { "max-tokens": 4, seed: 1 });
+    await say(page, "Hi");
+    await expectState(page, "ready");
+    assert.match(await lastAnswer(page).locator(".meta").textContent(), new RegExp(` · ${strategy} · `));
+
+    // A new visit: loading the same model and calibrating applies the saved result at once.
+    await page.reload();
+    assert.equal(await waitState(page, ["idle"]), "idle");
+    await loadByUrl(page, tiny);
+    await expectState(page, "ready");
+    await page.click("#calibrate");
+    await expectState(page, "ready", 60_000);
+    assert.match(await page.textContent("#status"), new RegExp(`^Calibration from this browser's cache: ${strategy} is the default`));
+    assert.equal(await page.evaluate(() => document.body.dataset.calibrated), strategy);
+    await page.click("#unload");
+    await waitState(page, ["idle"]);
+    assert.equal(await page.evaluate(() => document.body.dataset.calibrated), undefined);
+    assertNoProblems(problems);
+  } finally {
+    await browser.close();
+  }
+});
+
 test("chat: a model from a local file, and the Cache API select", async () => {
   const browser = await launch();
   try {
