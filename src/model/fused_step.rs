@@ -36,7 +36,8 @@ pub struct SamplerBuffers {
     pub cand: wgpu::Buffer,
 }
 
-fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
+/// A storage buffer of at least `bytes` (rounded up to 16) that can be written and copied from.
+pub(super) fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
     ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: bytes.max(16).div_ceil(16) * 16,

@@ -139,39 +139,38 @@ fn stop_hit(p: &SamplerParams, id: u32) -> bool {
     p.stop_ids[..(p.n_stop as usize).min(p.stop_ids.len())].contains(&id)
 }
 
-/// Clones an error kept from load time (FuselmError holds non-Clone sources).
-fn replay(e: &FuselmError) -> FuselmError {
+/// Clones a limit error kept from load time (FuselmError holds non-Clone sources); `None` for
+/// other kinds.
+fn replay_limit(e: &FuselmError) -> Option<FuselmError> {
     match e {
         FuselmError::LimitExceeded {
             limit,
             needed,
             available,
-        } => FuselmError::LimitExceeded {
+        } => Some(FuselmError::LimitExceeded {
             limit,
             needed: *needed,
             available: *available,
-        },
-        other => FuselmError::InvalidArgument(format!(
-            "the fused strategy is unavailable for this model: {other}"
-        )),
+        }),
+        _ => None,
     }
+}
+
+/// Clones the fused strategy's load-time error.
+fn replay(e: &FuselmError) -> FuselmError {
+    replay_limit(e).unwrap_or_else(|| {
+        FuselmError::InvalidArgument(format!(
+            "the fused strategy is unavailable for this model: {e}"
+        ))
+    })
 }
 
 /// [`replay`] for the megakernel's load-time error.
 pub(super) fn replay_mega(e: &FuselmError) -> FuselmError {
-    match e {
-        FuselmError::LimitExceeded {
-            limit,
-            needed,
-            available,
-        } => FuselmError::LimitExceeded {
-            limit,
-            needed: *needed,
-            available: *available,
-        },
+    replay_limit(e).unwrap_or_else(|| match e {
         FuselmError::UnsupportedModel(m) => FuselmError::UnsupportedModel(m.clone()),
         other => FuselmError::Gpu(format!("the megakernel is unavailable: {other}")),
-    }
+    })
 }
 
 struct Progress {

@@ -10,7 +10,7 @@
 //! other architectures' switches get a typed error and run with `fused` or `unfused`.
 
 use super::activations::Activations;
-use super::fused_step::SamplerBuffers;
+use super::fused_step::{storage, SamplerBuffers};
 use super::gpu_weights::ModelWeights;
 use crate::error::{FuselmError, Result};
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
@@ -130,17 +130,6 @@ fn too_big(needed: u64, available: u64) -> FuselmError {
         needed,
         available,
     }
-}
-
-fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
-    ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: bytes.max(16).div_ceil(16) * 16,
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_DST
-            | wgpu::BufferUsages::COPY_SRC,
-        mapped_at_creation: false,
-    })
 }
 
 impl Drop for MegaModel {
