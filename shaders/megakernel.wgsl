@@ -45,33 +45,69 @@
 // around a barrier depend only on constants, the uniform `p`, read-only storage (`arena`,
 // `sampler`: uniform by WGSL's analysis) or values broadcast by workgroupUniformLoad, so
 // all 256 invocations reach every barrier together (WGSL's uniformity analysis checks it).
+//
+// Grid mode (GRID_MODE, the opt-in `megakernel-grid` strategy; native only): the same
+// generation in GRID persistent workgroups that meet at grid barriers (`gsync`). Every
+// workgroup keeps its own copy of the residual stream and the matrix input in workgroup
+// memory and updates it redundantly (embed, norms, residual adds, SwiGLU: cheap, and no
+// barrier needed for them); the matrix-vector products split their rows (passes of RPP rows)
+// over the workgroups, attention splits its heads, the head its rows with a per-workgroup
+// argmax. Per layer: QKV | attention (each head's workgroup rotates its Q, K and V of position
+// c itself; the group's first head stores K/V row c) | Wo | gate/up | down, each ending in a
+// grid barrier: 5 per layer, 3 per token more for the choice and its commit.
+// Synchronization argument, grid mode. Workgroups exchange data only through `s`, `kv`,
+// `state`, `tokens` and `counts`, all declared @coherent (L1-bypassing: SPIR-V Coherent),
+// and only across a `gsync()`: every invocation's storageBarrier (device-scope release), then
+// invocation 0's atomicAdd of the arrival counter, its spin until GRID × (barriers so far)
+// arrivals, a workgroupBarrier and every invocation's storageBarrier (acquire). Between two
+// grid barriers a phase writes locations no other workgroup reads or writes in that phase
+// (disjoint rows; disjoint heads, whose score rows are per head; K/V row c of a KV group
+// only by its first head's workgroup while the others use their own copy of row c), and a
+// location read in a phase is rewritten only after a later barrier: QKV writes S_TMP, Wo and
+// down S_OUT (never S_TMP, which the next layer's QKV may write while another workgroup still
+// adds S_OUT into its residual), gate/up S_GATE/S_UP. The head's choice is committed by
+// workgroup 0 between two barriers and read by all after the second. WebGPU promises neither
+// this memory model nor that GRID workgroups run at once, so: this mode is compiled natively
+// only (wgpu's MEMORY_DECORATION_COHERENT), GRID comes from an occupancy discovery on the same
+// pipeline (`discover`), and every spin is bounded (SPIN_MAX polls): a timeout sets an error
+// flag that releases every waiter, nothing more is committed and the host gets a typed error.
 
 struct Params {
     n_prompt: u32, // prompt tokens: tokens[0..n_prompt] are the host's
     end: u32,      // the last position to process + 1 (n_prompt + max_tokens - 1)
-    steps: u32,    // tokens chosen per dispatch (the first also ingests the prompt)
+    steps: u32,    // tokens chosen per dispatch (the first also ingests the prompt); 0: the
+                   // occupancy discovery (grid mode)
     n_lists: u32,  // candidate lists of 1024 logits (sampling)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> state: State;
+@group(0) @binding(1) /*coherent*/ var<storage, read_write> state: State;
 @group(0) @binding(2) var<storage, read> arena: array<u32>;        // table + weights
 @group(0) @binding(3) var<storage, read> sampler: Sampler;
-@group(0) @binding(4) var<storage, read_write> kv: array<f32>;     // [layer][K, V][kv head][N_CTX][HEAD_DIM]
-@group(0) @binding(5) var<storage, read_write> s: array<u32>;      // scratch (f32 bits)
-@group(0) @binding(6) var<storage, read_write> tokens: array<u32>; // [N_CTX]
-@group(0) @binding(7) var<storage, read_write> counts: array<u32>; // [vocab] penalty window
+@group(0) @binding(4) /*coherent*/ var<storage, read_write> kv: array<f32>;     // [layer][K, V][kv head][N_CTX][HEAD_DIM]
+@group(0) @binding(5) /*coherent*/ var<storage, read_write> s: array<u32>;      // scratch (f32 bits)
+@group(0) @binding(6) /*coherent*/ var<storage, read_write> tokens: array<u32>; // [N_CTX]
+@group(0) @binding(7) /*coherent*/ var<storage, read_write> counts: array<u32>; // [vocab] penalty window
+// Grid mode (`grid_sync`): [arrivals, error flags, discovery poll closed, discovery tickets], zeroed by the
+// host before every dispatch. Unused by the portable version.
+@group(0) @binding(8) var<storage, read_write> grid_sync: array<atomic<u32>, 4>;
 
 const WG: u32 = 256u;
-const RPP: u32 = WG / ML; // matrix row slots (ML lanes each)
-const RPI: u32 = 4u;      // rows per slot per pass: RPP * RPI rows per pass
+const RPP: u32 = WG / ML; // matrix row slots (ML lanes each); RPI rows per slot per pass
 const N_Q: u32 = N_HEAD * HEAD_DIM;
 const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
 const GROUP: u32 = N_HEAD / N_HEAD_KV;
 const PARTS: u32 = WG / HEAD_DIM; // attention: key positions split over this many groups
+const G_TIMEOUT: u32 = 1u; // grid error flags
+const G_CUT: u32 = 2u;
 
 var<workgroup> res_sh: array<f32, SH_LEN>; // the residual stream (SHARED)
-var<workgroup> vin_sh: array<f32, SH_LEN>; // the normalised matrix-vector input (SHARED)
+var<workgroup> vin_sh: array<f32, VIN_LEN>; // the matrix-vector input (SHARED)
+var<workgroup> qh_sh: array<f32, GA_LEN>;   // grid attention: the head's rotated Q,
+var<workgroup> kc_sh: array<f32, GA_LEN>;   // and K and V of position c
+var<workgroup> vc_sh: array<f32, GA_LEN>;
+var<workgroup> ok_sh: u32;
+var<private> gb_n: u32; // grid barriers passed in this dispatch
 var<workgroup> red4: array<vec4<f32>, WG>;
 var<workgroup> red_u: array<u32, WG>;
 var<workgroup> flag_sh: u32;
@@ -192,14 +228,17 @@ fn wg_max(lid: u32, v: f32) -> f32 {
 // global row), k values per row. ML lanes per row; each slot of ML lanes takes RPI rows per
 // pass (RPP apart), so every input unit it loads serves RPI weight rows and one reduction
 // serves RPI rows: fewer passes and barriers per matrix.
-fn matvec(lid: u32, t: u32, n_rows: u32, k: u32, src: u32, out: u32) {
+// Grid mode: pass ps is workgroup (ps + off) % GRID's (`off` spreads consecutive matrices).
+fn matvec(lid: u32, wid: u32, off: u32, t: u32, n_rows: u32, k: u32, src: u32, out: u32) {
     let fmt = arena[t];
     let row_base = arena[t + 1u];
     let lane = lid % ML;
     let units = k / 8u;
     let per_pass = RPP * RPI;
-    let passes = (n_rows + per_pass - 1u) / per_pass;
-    for (var ps = 0u; ps < passes; ps++) {
+    let passes = npass(n_rows);
+    let first = select(0u, (wid + GRID - off % GRID) % GRID, GRID_MODE);
+    let stride = select(1u, GRID, GRID_MODE);
+    for (var ps = first; ps < passes; ps += stride) {
         let r0 = ps * per_pass + lid / ML;
         var acc = vec4<f32>();
         for (var u = lane; u < units; u += ML) {
@@ -209,7 +248,7 @@ fn matvec(lid: u32, t: u32, n_rows: u32, k: u32, src: u32, out: u32) {
                 acc[i] += dot8(w8(fmt, row_base + r, u, k), x);
             }
         }
-        let total = lanes_sum4(lid, acc, ML);
+        let total = mv_sum4(lid, acc);
         if lane == 0u {
             for (var i = 0u; i < RPI; i++) {
                 let r = r0 + i * RPP;
@@ -219,6 +258,10 @@ fn matvec(lid: u32, t: u32, n_rows: u32, k: u32, src: u32, out: u32) {
             }
         }
     }
+}
+
+fn npass(n_rows: u32) -> u32 {
+    return (n_rows + RPP * RPI - 1u) / (RPP * RPI);
 }
 
 // vin = rms_norm(residual) * weight (f32 at arena word `norm`).
@@ -324,37 +367,285 @@ fn attention(lid: u32, l: u32, c: u32) {
     }
 }
 
-// residual += s[S_TMP..]
-fn add_residual(lid: u32) {
+// residual += s[src..]
+fn add_residual(lid: u32, src: u32) {
     for (var i = lid; i < N_EMBD; i += WG) {
-        res_set(i, res_get(i) + sget(S_TMP + i));
+        res_set(i, res_get(i) + sget(src + i));
     }
     sync();
 }
 
-fn layer(lid: u32, l: u32, c: u32) {
+fn layer(lid: u32, wid: u32, l: u32, c: u32) {
+    if GRID_MODE {
+        layer_grid(lid, wid, l, c);
+        return;
+    }
     let t = TABLE_LAYERS + l * TABLE_STRIDE;
     norm_to_vin(lid, arena[t + 14u]);
-    matvec(lid, t, N_Q, N_EMBD, NONE, S_TMP);
-    matvec(lid, t + 2u, N_KV, N_EMBD, NONE, S_TMP + N_Q);
-    matvec(lid, t + 4u, N_KV, N_EMBD, NONE, S_TMP + N_Q + N_KV);
+    matvec(lid, wid, 0u, t, N_Q, N_EMBD, NONE, S_TMP);
+    matvec(lid, wid, 0u, t + 2u, N_KV, N_EMBD, NONE, S_TMP + N_Q);
+    matvec(lid, wid, 0u, t + 4u, N_KV, N_EMBD, NONE, S_TMP + N_Q + N_KV);
     sync();
     rope_store(lid, l, c);
     attention(lid, l, c);
-    matvec(lid, t + 6u, N_EMBD, N_Q, S_ATT, S_TMP);
+    matvec(lid, wid, 0u, t + 6u, N_EMBD, N_Q, S_ATT, S_TMP);
     sync();
-    add_residual(lid);
+    add_residual(lid, S_TMP);
     norm_to_vin(lid, arena[t + 15u]);
-    matvec(lid, t + 8u, N_FF, N_EMBD, NONE, S_GATE);
-    matvec(lid, t + 10u, N_FF, N_EMBD, NONE, S_UP);
+    matvec(lid, wid, 0u, t + 8u, N_FF, N_EMBD, NONE, S_GATE);
+    matvec(lid, wid, 0u, t + 10u, N_FF, N_EMBD, NONE, S_UP);
     sync();
     for (var i = lid; i < N_FF; i += WG) {
         sset(S_GATE + i, silu(sget(S_GATE + i)) * sget(S_UP + i));
     }
     sync();
-    matvec(lid, t + 12u, N_EMBD, N_FF, S_GATE, S_TMP);
+    matvec(lid, wid, 0u, t + 12u, N_EMBD, N_FF, S_GATE, S_TMP);
     sync();
-    add_residual(lid);
+    add_residual(lid, S_TMP);
+}
+
+// ---- Grid mode (see the header) ----
+
+// A grid barrier: returns when all GRID workgroups have arrived (or the error flag is set:
+// a bounded spin that runs out sets it, and it releases every later waiter at once).
+fn gsync(lid: u32) {
+    storageBarrier();
+    workgroupBarrier();
+    if !GRID_MODE {
+        return;
+    }
+    gb_n += 1u;
+    if lid == 0u {
+        atomicAdd(&grid_sync[0], 1u);
+        let goal = GRID * gb_n;
+        var arrived = 0u;
+        for (var i = 0u; i < SPIN_MAX; i++) {
+            arrived = atomicLoad(&grid_sync[0]);
+            if arrived >= goal || atomicLoad(&grid_sync[1]) != 0u {
+                break;
+            }
+        }
+        if arrived < goal && atomicLoad(&grid_sync[1]) == 0u {
+            atomicOr(&grid_sync[1], G_TIMEOUT);
+        }
+    }
+    workgroupBarrier();
+    storageBarrier();
+}
+
+// The grid's error flags (uniform).
+fn grid_error(lid: u32) -> u32 {
+    if lid == 0u {
+        ok_sh = atomicLoad(&grid_sync[1]);
+    }
+    return workgroupUniformLoad(&ok_sh);
+}
+
+// Occupancy discovery (invocation 0 of each workgroup; after Sorensen et al.): while the poll
+// is open a workgroup takes a ticket and stays until it closes; the first holder closes it
+// after DISCOVER_POLLS polls; late workgroups leave. Tickets = workgroups resident at once.
+fn discover() {
+    if atomicLoad(&grid_sync[2]) != 0u {
+        return;
+    }
+    let t = atomicAdd(&grid_sync[3], 1u);
+    if t == 0u {
+        var seen = 0u;
+        for (var i = 0u; i < DISCOVER_POLLS; i++) {
+            seen = max(seen, atomicLoad(&grid_sync[3]));
+        }
+        atomicMax(&grid_sync[0], seen);
+        atomicStore(&grid_sync[2], 1u);
+    } else {
+        for (var i = 0u; i < SPIN_MAX; i++) {
+            if atomicLoad(&grid_sync[2]) != 0u {
+                break;
+            }
+        }
+    }
+}
+
+// Element d of the rotated head at s[b..] (position c): rope_store's arithmetic.
+fn rope_at(b: u32, d: u32, c: u32) -> f32 {
+    let raw = sget(b + d);
+    if d >= N_ROT {
+        return raw;
+    }
+    var i0 = d & ~1u;
+    var i1 = d | 1u;
+    var pair = d / 2u;
+    if NEOX {
+        pair = d % (N_ROT / 2u);
+        i0 = pair;
+        i1 = pair + N_ROT / 2u;
+    }
+    let sc = sincos(rope_theta(c, pair, bitcast<f32>(THETA_SCALE_BITS)));
+    let x0 = sget(b + i0);
+    let x1 = sget(b + i1);
+    return select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, d == i0);
+}
+
+// Attention of this workgroup's heads (h = wid, wid + GRID, …) over positions 0..=c of layer
+// l → S_ATT, from the raw projections at S_TMP. Position c's K and V come from the
+// workgroup's own copy; the first head of each KV group stores them as row c of the cache.
+fn attention_grid(lid: u32, wid: u32, l: u32, c: u32) {
+    for (var h = wid; h < N_HEAD; h += GRID) {
+        let g = h / GROUP;
+        let kb = kv_base(l, 0u, g);
+        let vb = kv_base(l, 1u, g);
+        for (var d = lid; d < HEAD_DIM; d += WG) {
+            qh_sh[d] = rope_at(S_TMP + h * HEAD_DIM, d, c);
+            kc_sh[d] = rope_at(S_TMP + N_Q + g * HEAD_DIM, d, c);
+            vc_sh[d] = sget(S_TMP + N_Q + N_KV + g * HEAD_DIM + d);
+        }
+        workgroupBarrier();
+        if h % GROUP == 0u {
+            for (var d = lid; d < HEAD_DIM; d += WG) {
+                kv[kb + c * HEAD_DIM + d] = kc_sh[d];
+                kv[vb + c * HEAD_DIM + d] = vc_sh[d];
+            }
+        }
+        let sc = S_SC + h * N_CTX;
+        var m = -3.0e38;
+        for (var j = lid; j <= c; j += WG) {
+            var d = 0.0;
+            for (var e = 0u; e < HEAD_DIM; e += 4u) {
+                let q = vec4<f32>(qh_sh[e], qh_sh[e + 1u], qh_sh[e + 2u], qh_sh[e + 3u]);
+                var k: vec4<f32>;
+                if j == c {
+                    k = vec4<f32>(kc_sh[e], kc_sh[e + 1u], kc_sh[e + 2u], kc_sh[e + 3u]);
+                } else {
+                    let o = kb + j * HEAD_DIM + e;
+                    k = vec4<f32>(kv[o], kv[o + 1u], kv[o + 2u], kv[o + 3u]);
+                }
+                d += dot(q, k);
+            }
+            d *= bitcast<f32>(ATT_SCALE_BITS);
+            sset(sc + j, d);
+            m = max(m, d);
+        }
+        let mx = wg_max(lid, m);
+        var sum = 0.0;
+        for (var j = lid; j <= c; j += WG) {
+            let e = exp(sget(sc + j) - mx);
+            sset(sc + j, e);
+            sum += e;
+        }
+        let total = lanes_sum(lid, sum, WG);
+        sync();
+        let d = lid % HEAD_DIM;
+        let part = lid / HEAD_DIM;
+        var acc = 0.0;
+        if part < PARTS {
+            for (var j = part; j <= c; j += PARTS) {
+                var v: f32;
+                if j == c {
+                    v = vc_sh[d];
+                } else {
+                    v = kv[vb + j * HEAD_DIM + d];
+                }
+                acc += sget(sc + j) * v;
+            }
+        }
+        key_z[lid] = acc;
+        workgroupBarrier();
+        if lid < HEAD_DIM {
+            var o = 0.0;
+            for (var i = 0u; i < PARTS; i++) {
+                o += key_z[i * HEAD_DIM + lid];
+            }
+            sset(S_ATT + h * HEAD_DIM + lid, o / total);
+        }
+        sync();
+    }
+}
+
+fn layer_grid(lid: u32, wid: u32, l: u32, c: u32) {
+    let t = TABLE_LAYERS + l * TABLE_STRIDE;
+    norm_to_vin(lid, arena[t + 14u]);
+    let pq = npass(N_Q);
+    let pk = npass(N_KV);
+    matvec(lid, wid, 0u, t, N_Q, N_EMBD, NONE, S_TMP);
+    matvec(lid, wid, pq, t + 2u, N_KV, N_EMBD, NONE, S_TMP + N_Q);
+    matvec(lid, wid, pq + pk, t + 4u, N_KV, N_EMBD, NONE, S_TMP + N_Q + N_KV);
+    gsync(lid);
+    attention_grid(lid, wid, l, c);
+    gsync(lid);
+    for (var i = lid; i < N_Q; i += WG) {
+        vin_sh[i] = sget(S_ATT + i);
+    }
+    workgroupBarrier();
+    matvec(lid, wid, 0u, t + 6u, N_EMBD, N_Q, NONE, S_OUT);
+    gsync(lid);
+    add_residual(lid, S_OUT);
+    norm_to_vin(lid, arena[t + 15u]);
+    matvec(lid, wid, 0u, t + 8u, N_FF, N_EMBD, NONE, S_GATE);
+    matvec(lid, wid, npass(N_FF), t + 10u, N_FF, N_EMBD, NONE, S_UP);
+    gsync(lid);
+    for (var i = lid; i < N_FF; i += WG) {
+        vin_sh[i] = silu(sget(S_GATE + i)) * sget(S_UP + i);
+    }
+    workgroupBarrier();
+    matvec(lid, wid, 0u, t + 12u, N_EMBD, N_FF, NONE, S_OUT);
+    gsync(lid);
+    add_residual(lid, S_OUT);
+}
+
+// The head over this workgroup's rows with penalties, each workgroup's best (greedy) to
+// S_PART; after a grid barrier every workgroup merges them (greedy: all get the same id), or
+// workgroup 0 samples from the logits (its id is the one committed).
+fn choose_grid(lid: u32, wid: u32, c: u32) -> u32 {
+    norm_to_vin(lid, arena[4]);
+    let fmt = arena[2];
+    let row_base = arena[3];
+    let lane = lid % ML;
+    let units = N_EMBD / 8u;
+    var bz = 0.0;
+    var bi = NONE;
+    for (var ps = wid; ps < npass(N_VOCAB); ps += GRID) {
+        let r0 = ps * RPP * RPI + lid / ML;
+        let r = min(r0, N_VOCAB - 1u);
+        var acc = vec4<f32>();
+        for (var u = lane; u < units; u += ML) {
+            acc.x += dot8(w8(fmt, row_base + r, u, N_EMBD), in8(NONE, u));
+        }
+        let total = mv_sum4(lid, acc).x;
+        if lane == 0u && r0 < N_VOCAB {
+            var v = total;
+            if sampler.penalties_on != 0u {
+                v = penalize(v, counts[r0], sampler);
+            }
+            sset(S_LOGITS + r0, v);
+            if v == v && (bi == NONE || better(v, r0, bz, bi)) {
+                bz = v;
+                bi = r0;
+            }
+        }
+    }
+    let mine = wg_best(lid, bz, bi);
+    if lid == 0u {
+        s[S_PART + 2u * wid] = mine.x;
+        s[S_PART + 2u * wid + 1u] = mine.y;
+    }
+    gsync(lid);
+    if sampler.inv_temperature == 0.0 {
+        bz = 0.0;
+        bi = NONE;
+        for (var i = lid; i < GRID; i += WG) {
+            let z = bitcast<f32>(s[S_PART + 2u * i]);
+            let id = s[S_PART + 2u * i + 1u];
+            if id != NONE && (bi == NONE || better(z, id, bz, bi)) {
+                bz = z;
+                bi = id;
+            }
+        }
+        return wg_best(lid, bz, bi).y;
+    }
+    var id = NONE;
+    if wid == 0u {
+        id = sample_logits(lid, c);
+    }
+    return id;
 }
 
 fn embed(lid: u32, c: u32) {
@@ -385,10 +676,35 @@ fn load_list(list: u32, slot: u32, lid: u32) {
     }
 }
 
+// The best (value, id) over the workgroup (`better`: highest value, lowest id on ties; NaN
+// and NONE never win), as (f32 bits, id), to every invocation.
+fn wg_best(lid: u32, z: f32, i: u32) -> vec2<u32> {
+    red4[lid].x = z;
+    red_u[lid] = i;
+    for (var st = WG / 2u; st > 0u; st >>= 1u) {
+        workgroupBarrier();
+        if lid < st {
+            let oz = red4[lid + st].x;
+            let oi = red_u[lid + st];
+            if oi != NONE && (red_u[lid] == NONE || better(oz, oi, red4[lid].x, red_u[lid])) {
+                red4[lid].x = oz;
+                red_u[lid] = oi;
+            }
+        }
+    }
+    workgroupBarrier();
+    let r = vec2<u32>(bitcast<u32>(red4[0].x), red_u[0]);
+    workgroupBarrier();
+    return r;
+}
+
 // The head, penalties and the choice of token c + 1 (returned to invocation 0).
-fn choose(lid: u32, c: u32) -> u32 {
+fn choose(lid: u32, wid: u32, c: u32) -> u32 {
+    if GRID_MODE {
+        return choose_grid(lid, wid, c);
+    }
     norm_to_vin(lid, arena[4]);
-    matvec(lid, 2u, N_VOCAB, N_EMBD, NONE, S_LOGITS);
+    matvec(lid, wid, 0u, 2u, N_VOCAB, N_EMBD, NONE, S_LOGITS);
     sync();
     let greedy = sampler.inv_temperature == 0.0;
     var bz = 0.0;
@@ -404,71 +720,61 @@ fn choose(lid: u32, c: u32) -> u32 {
             bi = i;
         }
     }
-    var id = NONE;
     if greedy {
-        red4[lid].x = bz;
-        red_u[lid] = bi;
-        for (var st = WG / 2u; st > 0u; st >>= 1u) {
-            workgroupBarrier();
-            if lid < st {
-                let oz = red4[lid + st].x;
-                let oi = red_u[lid + st];
-                if oi != NONE && (red_u[lid] == NONE || better(oz, oi, red4[lid].x, red_u[lid])) {
-                    red4[lid].x = oz;
-                    red_u[lid] = oi;
+        return wg_best(lid, bz, bi).y;
+    }
+    return sample_logits(lid, c);
+}
+
+// Sampling from the (penalised) logits at S_LOGITS: the choice of token c + 1, returned to
+// invocation 0.
+fn sample_logits(lid: u32, c: u32) -> u32 {
+    var id = NONE;
+    sync();
+    // Stage 1 (sample_select.wgsl's work, slice by slice): each slice's best 128.
+    let inv_t = sampler.inv_temperature;
+    for (var sl = 0u; sl < p.n_lists; sl++) {
+        for (var i = lid; i < KEYS; i += WG) {
+            let tid = sl * KEYS + i;
+            var z = SENTINEL_Z;
+            var kid = NONE;
+            if tid < N_VOCAB {
+                let v = sget(S_LOGITS + tid) * inv_t;
+                if v == v {
+                    z = v;
+                    kid = tid;
                 }
             }
+            key_z[i] = z;
+            key_id[i] = kid;
         }
         workgroupBarrier();
-        id = red_u[0];
-        workgroupBarrier();
-    } else {
-        sync();
-        // Stage 1 (sample_select.wgsl's work, slice by slice): each slice's best 128.
-        let inv_t = sampler.inv_temperature;
-        for (var sl = 0u; sl < p.n_lists; sl++) {
-            for (var i = lid; i < KEYS; i += WG) {
-                let tid = sl * KEYS + i;
-                var z = SENTINEL_Z;
-                var kid = NONE;
-                if tid < N_VOCAB {
-                    let v = sget(S_LOGITS + tid) * inv_t;
-                    if v == v {
-                        z = v;
-                        kid = tid;
-                    }
-                }
-                key_z[i] = z;
-                key_id[i] = kid;
-            }
-            workgroupBarrier();
-            sort_blocks(lid);
-            merge_tree(lid);
-            if lid < BLOCK {
-                let b = S_CAND + 2u * (sl * BLOCK + lid);
-                sset(b, key_z[lid]);
-                sword_set(b + 1u, key_id[lid]);
-            }
-            workgroupBarrier();
+        sort_blocks(lid);
+        merge_tree(lid);
+        if lid < BLOCK {
+            let b = S_CAND + 2u * (sl * BLOCK + lid);
+            sset(b, key_z[lid]);
+            sword_set(b + 1u, key_id[lid]);
         }
-        sync();
-        // Stage 2 (sample_choose.wgsl's merge): the overall best 128, then the draw.
-        for (var sl = 0u; sl < SLOTS; sl++) {
-            load_list(sl, sl, lid);
+        workgroupBarrier();
+    }
+    sync();
+    // Stage 2 (sample_choose.wgsl's merge): the overall best 128, then the draw.
+    for (var sl = 0u; sl < SLOTS; sl++) {
+        load_list(sl, sl, lid);
+    }
+    workgroupBarrier();
+    merge_tree(lid);
+    for (var next = SLOTS; next < p.n_lists; next += SLOTS - 1u) {
+        for (var sl = 1u; sl < SLOTS; sl++) {
+            load_list(next + sl - 1u, sl, lid);
         }
         workgroupBarrier();
         merge_tree(lid);
-        for (var next = SLOTS; next < p.n_lists; next += SLOTS - 1u) {
-            for (var sl = 1u; sl < SLOTS; sl++) {
-                load_list(next + sl - 1u, sl, lid);
-            }
-            workgroupBarrier();
-            merge_tree(lid);
-        }
-        fill_q(lid);
-        if lid == 0u {
-            id = draw(c + 1u);
-        }
+    }
+    fill_q(lid);
+    if lid == 0u {
+        id = draw(c + 1u);
     }
     return id;
 }
@@ -489,7 +795,14 @@ fn loops_intact(lid: u32) -> bool {
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+    let wid = wg.x;
+    if GRID_MODE && p.steps == 0u {
+        if lid == 0u {
+            discover();
+        }
+        return;
+    }
     if lid == 0u {
         flag_sh = select(state.pos, NONE, state.done != 0u);
     }
@@ -504,29 +817,42 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
         embed(lid, c);
         for (var l = 0u; l < N_LAYER; l++) {
-            layer(lid, l, c);
+            layer(lid, wid, l, c);
         }
         let chooses = c + 1u >= p.n_prompt;
         var id = NONE;
         if chooses {
-            id = choose(lid, c);
+            id = choose(lid, wid, c);
         }
         // Nothing of position c is committed unless it was computed in full; the next
-        // dispatch redoes it (its K/V rows are rewritten).
-        if !loops_intact(lid) {
-            if lid == 0u {
-                state._pad1 = 1u; // tells the host why this dispatch stopped short
+        // dispatch redoes it (its K/V rows are rewritten). In grid mode every workgroup's
+        // verdict (and any barrier timeout) is in the error flags after one more barrier.
+        let intact = loops_intact(lid);
+        var err = 0u;
+        if GRID_MODE {
+            if !intact && lid == 0u {
+                atomicOr(&grid_sync[1], G_CUT);
+            }
+            gsync(lid);
+            err = grid_error(lid);
+        } else if !intact {
+            err = G_CUT;
+        }
+        if err != 0u {
+            if lid == 0u && wid == 0u {
+                // tells the host why this dispatch stopped short: 1 loop cap, 2 grid timeout
+                state._pad1 = select(1u, 2u, (err & G_TIMEOUT) != 0u);
             }
             break;
         }
-        if lid == 0u {
+        if lid == 0u && wid == 0u {
             if chooses {
                 commit(id, N_CTX); // state.pos == c, state.n_tokens == 1: token c + 1
             } else {
                 state.pos = c + 1u;
             }
         }
-        sync();
+        gsync(lid);
         if lid == 0u {
             flag_sh = state.done;
         }

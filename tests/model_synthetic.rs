@@ -226,9 +226,18 @@ async fn gpu_forward_matches_cpu_reference() {
             (Strategy::Fused, 5),
             (Strategy::Fused, 32),
         ];
+        // The grid megakernel (opt-in): natively (coherent storage), with the occupancy
+        // discovery's workgroup count; browsers get a typed error.
+        let grid = mega && grid_runs(&mut gpu, &name).await;
         if mega {
             // One dispatch for the whole generation, and one per 5 tokens.
             strategies.extend([(Strategy::Megakernel, 12), (Strategy::Megakernel, 5)]);
+        }
+        if grid {
+            strategies.extend([
+                (Strategy::MegakernelGrid, 12),
+                (Strategy::MegakernelGrid, 5),
+            ]);
         }
         for (strategy, chunk) in strategies {
             let request = GenerationRequest {
@@ -268,6 +277,9 @@ async fn gpu_forward_matches_cpu_reference() {
         if mega {
             sampled.push((Strategy::Megakernel, 16));
         }
+        if grid {
+            sampled.push((Strategy::MegakernelGrid, 16));
+        }
         for (strategy, chunk) in sampled {
             let request = GenerationRequest {
                 prompt: &prompt,
@@ -292,6 +304,21 @@ async fn gpu_forward_matches_cpu_reference() {
         assert!(cpu_ids.len() >= 4, "{name}: too many near-ties to compare");
     }
 }
+/// Whether the grid megakernel runs here: natively it must (every wgpu Vulkan adapter has
+/// coherent storage), in a browser it must refuse with a typed error.
+async fn grid_runs(gpu: &mut fuselm::model::GpuModel, name: &str) -> bool {
+    let r = gpu.megakernel_grid_ready().await;
+    if cfg!(target_arch = "wasm32") {
+        let e = r.expect_err("no coherent storage in WebGPU");
+        assert!(e.to_string().contains("coherent"), "{name}: {e}");
+        false
+    } else {
+        let n = r.unwrap_or_else(|e| panic!("{name}: grid megakernel: {e}"));
+        assert!(n >= 1, "{name}: discovered {n} workgroups");
+        true
+    }
+}
+
 gpu_test!(
     gpu_forward_matches_cpu_reference_on_synthetic_models,
     gpu_forward_matches_cpu_reference
@@ -335,6 +362,62 @@ gpu_test!(
     megakernel_survives_rebuilt_activations_test,
     megakernel_survives_rebuilt_activations
 );
+
+/// The grid megakernel's guard: with more workgroups than the adapter runs at once (lavapipe
+/// runs one per CPU thread) a grid barrier's bounded spin gives up, and the generation ends
+/// in a typed error instead of a hang; the model stays usable, and the discovered count (1
+/// on a software adapter) gives the ids of the one-workgroup megakernel, also with several
+/// grid workgroups where the adapter keeps them resident (checked on GPUs by the bench).
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn grid_megakernel_times_out_instead_of_hanging() {
+    pollster::block_on(async {
+        let bytes = synthetic_llama(&SyntheticSpec::default());
+        let ctx = GpuContext::new().await.expect("gpu");
+        let options = LoadOptions {
+            n_ctx: Some(64),
+            max_batch: Some(8),
+            kv_f16: Some(false),
+        };
+        let mut gpu = GpuModel::load(ctx, &bytes, &options)
+            .await
+            .expect("gpu model");
+        let prompt: Vec<u32> = b"grid".iter().map(|&b| u32::from(b)).collect();
+        let request = |strategy| GenerationRequest {
+            prompt: &prompt,
+            max_tokens: 6,
+            strategy,
+            sampler: SamplingOptions::default().resolve(&[]).expect("greedy"),
+            chunk_tokens: 6,
+            reuse_prefix: false,
+        };
+        let expected = gpu
+            .generate(&request(Strategy::Megakernel), &mut |_| true)
+            .await
+            .expect("megakernel")
+            .tokens;
+        gpu.set_grid_workgroups(Some(64));
+        let err = gpu
+            .generate(&request(Strategy::MegakernelGrid), &mut |_| true)
+            .await
+            .expect_err("64 workgroups cannot all run at once on 2 CPU threads");
+        assert_eq!(err.kind().as_str(), "gpu", "{err}");
+        assert!(err.to_string().contains("timed out"), "{err}");
+        gpu.set_grid_workgroups(None);
+        let again = gpu
+            .generate(&request(Strategy::MegakernelGrid), &mut |_| true)
+            .await
+            .expect("grid megakernel after a timeout");
+        assert_eq!(again.tokens, expected);
+        assert_eq!(
+            gpu.generate(&request(Strategy::Fused), &mut |_| true)
+                .await
+                .expect("fused after a timeout")
+                .tokens,
+            expected
+        );
+    });
+}
 
 /// `Numerics::LlamaCpp` (used to tell llama.cpp's rounding from bugs) rounds, but only a little.
 #[cfg(not(target_arch = "wasm32"))]

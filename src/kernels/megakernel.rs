@@ -26,9 +26,17 @@ pub const TABLE_STRIDE: u32 = 16;
 /// Largest head_dim (one attention output element per invocation).
 pub const MAX_HEAD_DIM: u32 = 256;
 
-/// Workgroup memory of everything but the two shared vectors: the reductions (256 vec4 and
-/// 256 words), the top-k keys (2 × 1024), the candidates' weights (128) and two flags.
-const FIXED_WORKGROUP_BYTES: u64 = 4 * (4 * 256 + 256 + 2 * 1024 + 128 + 2);
+/// Workgroup memory of everything but the shared vectors: the reductions (256 vec4 and
+/// 256 words), the top-k keys (2 × 1024), the candidates' weights (128), three flags and the
+/// grid version's three head vectors (one word each in the portable version).
+const FIXED_WORKGROUP_BYTES: u64 = 4 * (4 * 256 + 256 + 2 * 1024 + 128 + 3 + 3);
+/// Polls of a grid barrier's spin before it gives up and sets the error flag (~0.1–0.5 s on a
+/// GPU, where one poll is an L2 atomic round trip).
+pub const SPIN_MAX: u32 = 1 << 19;
+/// Polls the occupancy discovery's first workgroup waits for the others to arrive (ms).
+pub const DISCOVER_POLLS: u32 = 1 << 14;
+/// Lanes per matrix row in the grid version (one subgroup of 32 where subgroups are 32 wide).
+pub const GRID_LANES: u32 = 32;
 
 /// Mirrors `Params` in `shaders/megakernel.wgsl`.
 #[repr(C)]
@@ -74,6 +82,10 @@ pub struct ScratchLayout {
     pub scores: u32,
     pub logits: u32,
     pub cand: u32,
+    /// Grid version: Wo's and down's outputs (the next layer's QKV writes `tmp` meanwhile).
+    pub out: u32,
+    /// Grid version: each workgroup's best logit (value bits, id).
+    pub part: u32,
     pub words: u64,
 }
 
@@ -108,7 +120,7 @@ impl MegaShape {
     /// Whether the whole scratch fits workgroup memory next to the kernel's fixed arrays
     /// within `limit` bytes (then the residual and the matrix input live there too).
     pub fn scratch_shared(&self, limit: u32) -> bool {
-        FIXED_WORKGROUP_BYTES + 4 * self.scratch().words <= u64::from(limit)
+        FIXED_WORKGROUP_BYTES + 4 * self.scratch(None).words <= u64::from(limit)
     }
 
     /// Else, whether the residual and the matrix-vector input fit workgroup memory.
@@ -116,7 +128,23 @@ impl MegaShape {
         FIXED_WORKGROUP_BYTES + 2 * 4 * u64::from(self.n_embd) <= u64::from(limit)
     }
 
-    pub fn scratch(&self) -> ScratchLayout {
+    /// Floats of the grid version's matrix-vector input (in workgroup memory): the widest
+    /// input, the FFN's n_ff.
+    pub fn grid_vin_len(&self) -> u32 {
+        self.n_embd.max(self.n_q()).max(self.n_ff)
+    }
+
+    /// Workgroup memory the grid version needs: the residual, the widest matrix input and
+    /// the head vectors next to the fixed arrays.
+    pub fn grid_workgroup_bytes(&self) -> u64 {
+        FIXED_WORKGROUP_BYTES
+            + 4 * u64::from(self.n_embd + self.grid_vin_len())
+            + 3 * 4 * u64::from(self.head_dim)
+    }
+
+    /// The scratch layout; `grid`: the grid version's workgroup count (per-head score rows,
+    /// per-workgroup partials).
+    pub fn scratch(&self, grid: Option<u32>) -> ScratchLayout {
         let d = u64::from(self.n_embd);
         let f = u64::from(self.n_ff);
         let q = u64::from(self.n_q());
@@ -128,17 +156,19 @@ impl MegaShape {
             q.max(d) + 2 * u64::from(self.n_kv()),
             f,
             f,
-            u64::from(self.n_ctx),
+            u64::from(self.n_ctx) * u64::from(if grid.is_some() { self.n_head } else { 1 }),
             u64::from(self.n_vocab),
             2 * u64::from(self.n_lists()) * u64::from(MAX_CANDIDATES),
+            if grid.is_some() { d } else { 0 },
+            2 * u64::from(grid.unwrap_or(0)),
         ];
-        let mut at = [0u32; 10];
+        let mut at = [0u32; 12];
         let mut end = 0u64;
         for (slot, n) in at.iter_mut().zip(sizes) {
             *slot = end as u32;
             end += n.div_ceil(4) * 4;
         }
-        let [res, vin, q, att, tmp, gate, up, scores, logits, cand] = at;
+        let [res, vin, q, att, tmp, gate, up, scores, logits, cand, out, part] = at;
         ScratchLayout {
             res,
             vin,
@@ -150,6 +180,8 @@ impl MegaShape {
             scores,
             logits,
             cand,
+            out,
+            part,
             words: end,
         }
     }
@@ -178,12 +210,15 @@ impl MegaShape {
 pub struct Megakernel {
     pipeline: Pipeline,
     shape: MegaShape,
+    /// The grid version's workgroup count (None: the portable one-workgroup version).
+    grid: Option<u32>,
 }
 
 /// [`Megakernel`] bound to its buffers: `record` dispatches it.
 #[derive(Debug, Clone)]
 pub struct MegaCall {
     bound: Bound,
+    workgroups: u32,
 }
 
 /// The WGSL dispatch over the formats a model uses: `w8(fmt, row, u, k)`.
@@ -204,12 +239,23 @@ pub fn format_id(f: WeightFormat) -> u32 {
 }
 
 impl Megakernel {
-    /// Compiles the megakernel for `shape` reading matrices in `formats`.
-    pub async fn new(ctx: &GpuContext, shape: MegaShape, formats: &[WeightFormat]) -> Result<Self> {
+    /// Compiles the megakernel for `shape` reading matrices in `formats`: the portable
+    /// one-workgroup version (`grid` None) or the grid version for `grid` workgroups, which
+    /// needs wgpu's native MEMORY_DECORATION_COHERENT (see the shader's header).
+    pub async fn new(
+        ctx: &GpuContext,
+        shape: MegaShape,
+        formats: &[WeightFormat],
+        grid: Option<u32>,
+    ) -> Result<Self> {
         shape.check()?;
         let limit = ctx.device.limits().max_compute_workgroup_storage_size;
-        let scratch_shared = shape.scratch_shared(limit);
-        let shared = !scratch_shared && shape.shared(limit);
+        let grid_mode = grid.is_some();
+        if let Some(g) = grid {
+            check_grid(ctx, &shape, g)?;
+        }
+        let scratch_shared = !grid_mode && shape.scratch_shared(limit);
+        let shared = grid_mode || (!scratch_shared && shape.shared(limit));
         let fixed_ok = FIXED_WORKGROUP_BYTES <= u64::from(limit);
         if !fixed_ok {
             return Err(FuselmError::LimitExceeded {
@@ -218,7 +264,9 @@ impl Megakernel {
                 available: u64::from(limit),
             });
         }
-        let sc = shape.scratch();
+        let sc = shape.scratch(grid);
+        let sg = grid_mode && ctx.subgroups32();
+        let ml = if grid_mode { GRID_LANES } else { shape.lanes() };
         let consts = format!(
             "const N_EMBD: u32 = {d}u;
 const N_FF: u32 = {f}u;
@@ -234,8 +282,17 @@ const N_VOCAB: u32 = {vocab}u;
 const THETA_SCALE_BITS: u32 = {theta}u;
 const ATT_SCALE_BITS: u32 = {att}u;
 const ML: u32 = {ml}u;
+const RPI: u32 = {rpi}u;
+const GRID_MODE: bool = {grid_mode};
+const GRID: u32 = {grid_n}u;
+const SPIN_MAX: u32 = {spin}u;
+const DISCOVER_POLLS: u32 = {polls}u;
 const SHARED: bool = {shared};
 const SH_LEN: u32 = {sh_len}u;
+const VIN_LEN: u32 = {vin_len}u;
+const GA_LEN: u32 = {ga_len}u;
+const S_OUT: u32 = {out}u;
+const S_PART: u32 = {part}u;
 const SCRATCH_SHARED: bool = {scratch_shared};
 const S_SH_LEN: u32 = {s_sh_len}u;
 const TABLE_LAYERS: u32 = {tl}u;
@@ -264,8 +321,22 @@ const S_CAND: u32 = {cand}u;
             vocab = shape.n_vocab,
             theta = shape.theta_scale.to_bits(),
             att = shape.att_scale.to_bits(),
-            ml = shape.lanes(),
+            rpi = if grid_mode { 1 } else { 4 },
+            grid_mode = grid_mode,
+            grid_n = grid.unwrap_or(1),
+            spin = SPIN_MAX,
+            polls = DISCOVER_POLLS,
             sh_len = if shared { shape.n_embd } else { 4 },
+            vin_len = if grid_mode {
+                shape.grid_vin_len()
+            } else if shared {
+                shape.n_embd
+            } else {
+                4
+            },
+            ga_len = if grid_mode { shape.head_dim } else { 1 },
+            out = sc.out,
+            part = sc.part,
             s_sh_len = if scratch_shared { sc.words } else { 4 },
             tl = TABLE_LAYERS,
             ts = TABLE_STRIDE,
@@ -287,7 +358,16 @@ const S_CAND: u32 = {cand}u;
             .iter()
             .map(|f| f.decoder_reading("arena", &format!("wf{}", format_id(*f))))
             .collect();
+        // Row sums of the matrix-vector products: one subgroup per row in the grid version
+        // where subgroups are 32 wide, else the workgroup-memory tree.
+        let sum = if sg {
+            "fn mv_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {\n    return subgroupAdd(v);\n}\n"
+        } else {
+            "fn mv_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {\n    return lanes_sum4(lid, v, ML);\n}\n"
+        };
+        let enable = if sg { ctx.subgroups_enable() } else { "" };
         let mut parts: Vec<&str> = vec![
+            enable,
             &consts,
             shaders::COMMON,
             shaders::ROPE_MATH,
@@ -298,7 +378,13 @@ const S_CAND: u32 = {cand}u;
         parts.extend(decoders.iter().map(String::as_str));
         let switch = format_switch(&formats);
         parts.push(&switch);
-        parts.push(shaders::MEGAKERNEL);
+        parts.push(sum);
+        let kernel = if grid_mode {
+            shaders::MEGAKERNEL.replace("/*coherent*/", "@coherent")
+        } else {
+            shaders::MEGAKERNEL.to_string()
+        };
+        parts.push(&kernel);
         let source = compose(&parts);
         let slots = [
             Slot::Uniform,
@@ -309,9 +395,24 @@ const S_CAND: u32 = {cand}u;
             Slot::ReadWrite, // scratch
             Slot::ReadWrite, // tokens
             Slot::ReadWrite, // counts
+            Slot::ReadWrite, // gsync
         ];
-        let pipeline = Pipeline::new(ctx, "megakernel", &source, &slots).await?;
-        Ok(Self { pipeline, shape })
+        let label = if grid_mode {
+            "megakernel-grid"
+        } else {
+            "megakernel"
+        };
+        let pipeline = Pipeline::new(ctx, label, &source, &slots).await?;
+        Ok(Self {
+            pipeline,
+            shape,
+            grid,
+        })
+    }
+
+    /// The grid version's workgroup count (None: the portable version).
+    pub fn grid(&self) -> Option<u32> {
+        self.grid
     }
 
     pub fn shape(&self) -> &MegaShape {
@@ -332,26 +433,72 @@ const S_CAND: u32 = {cand}u;
         scratch: &wgpu::Buffer,
         tokens: &wgpu::Buffer,
         counts: &wgpu::Buffer,
+        gsync: &wgpu::Buffer,
     ) -> Result<MegaCall> {
         let s = &self.shape;
         check_buffer(ctx, "megakernel kv", kv, s.kv_len())?;
-        check_buffer(ctx, "megakernel scratch", scratch, s.scratch().words)?;
+        check_buffer(
+            ctx,
+            "megakernel scratch",
+            scratch,
+            s.scratch(self.grid).words,
+        )?;
+        check_buffer(ctx, "megakernel gsync", gsync, 4)?;
         check_buffer(ctx, "megakernel tokens", tokens, u64::from(s.n_ctx))?;
         check_buffer(ctx, "megakernel counts", counts, u64::from(s.n_vocab))?;
         check_buffer(ctx, "megakernel state", state, 4)?;
         let bound = self.pipeline.bind_plain(
             ctx,
-            &[params, state, arena, sampler, kv, scratch, tokens, counts],
+            &[
+                params, state, arena, sampler, kv, scratch, tokens, counts, gsync,
+            ],
         )?;
-        Ok(MegaCall { bound })
+        Ok(MegaCall {
+            bound,
+            workgroups: self.grid.unwrap_or(1),
+        })
     }
 }
 
+/// Why the grid version cannot run `shape` with `g` workgroups here, if it cannot.
+pub fn check_grid(ctx: &GpuContext, shape: &MegaShape, g: u32) -> Result<()> {
+    if !ctx.has(wgpu::Features::MEMORY_DECORATION_COHERENT) {
+        return Err(FuselmError::Gpu(
+            "the grid megakernel needs coherent storage memory (wgpu's native \
+             MEMORY_DECORATION_COHERENT: Vulkan, Metal, DX12); WebGPU has no such guarantee, \
+             so browsers run the one-workgroup megakernel"
+                .into(),
+        ));
+    }
+    let max = ctx.device.limits().max_compute_workgroups_per_dimension;
+    if g == 0 || g > max {
+        return Err(FuselmError::InvalidArgument(format!(
+            "grid workgroups must be 1..={max}; got {g}"
+        )));
+    }
+    let limit = u64::from(ctx.device.limits().max_compute_workgroup_storage_size);
+    let needed = shape.grid_workgroup_bytes();
+    if needed > limit {
+        return Err(FuselmError::LimitExceeded {
+            limit: "maxComputeWorkgroupStorageSize (the grid megakernel's residual and FFN input)",
+            needed,
+            available: limit,
+        });
+    }
+    Ok(())
+}
+
 impl MegaCall {
-    /// Records `dispatches` dispatches of the one workgroup (each carries on from `state`).
+    /// Records `dispatches` dispatches (each carries on from `state`): of the one workgroup,
+    /// or of the grid's workgroups. The grid version's `gsync` must be zeroed before each.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, dispatches: u32) {
         for _ in 0..dispatches {
-            self.bound.dispatch(pass, [1, 1, 1]);
+            self.bound.dispatch(pass, [self.workgroups, 1, 1]);
         }
+    }
+
+    /// Records the occupancy discovery over `workgroups` workgroups (params.steps must be 0).
+    pub fn record_discovery(&self, pass: &mut wgpu::ComputePass<'_>, workgroups: u32) {
+        self.bound.dispatch(pass, [workgroups, 1, 1]);
     }
 }

@@ -46,6 +46,15 @@ pub struct GenerationBenchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub chunk_tokens: Option<u32>,
+    /// Also run the experimental grid megakernel (`megakernel-grid`, native only: a note
+    /// says why where it cannot run). Default: false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub megakernel_grid: Option<bool>,
+    /// The grid megakernel's workgroup count. Default: the occupancy discovery's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub grid_workgroups: Option<u32>,
 }
 
 /// Median, min and max of a measurement.
@@ -159,7 +168,7 @@ async fn measure(
         strategy,
         sampler: SamplingOptions::default().resolve(&[])?,
         // The megakernel runs the whole generation in one dispatch.
-        chunk_tokens: if strategy == Strategy::Megakernel {
+        chunk_tokens: if strategy.is_megakernel() {
             w.new_tokens
         } else {
             chunk
@@ -175,7 +184,7 @@ async fn measure(
         let steps = g.tokens.len().saturating_sub(1) as f64;
         let total = g.prefill_seconds + g.decode_seconds;
         e2e.push(g.tokens.len() as f64 / total.max(1e-9));
-        decode.push(if strategy == Strategy::Megakernel {
+        decode.push(if strategy.is_megakernel() {
             g.tokens.len() as f64 / total.max(1e-9)
         } else if g.decode_seconds > 0.0 {
             steps / g.decode_seconds
@@ -215,14 +224,28 @@ async fn bench_model(
     rows: &mut Vec<GenerationBenchRow>,
     notes: &mut Vec<String>,
     warnings: &mut Vec<String>,
+    grid: bool,
 ) -> Result<()> {
     let (auto, _) = model.default_strategy();
     for w in workloads {
         let mut results = Vec::new();
-        for strategy in [Strategy::Unfused, Strategy::Fused, Strategy::Megakernel] {
+        let mut strategies = vec![Strategy::Unfused, Strategy::Fused, Strategy::Megakernel];
+        if grid {
+            strategies.push(Strategy::MegakernelGrid);
+        }
+        for strategy in strategies {
             let available = match strategy {
                 Strategy::Fused => model.fused_available(),
                 Strategy::Megakernel => model.megakernel_available().await,
+                Strategy::MegakernelGrid => model.megakernel_grid_ready().await.map(|n| {
+                    notes.push(format!(
+                        "{}: megakernel-grid runs {n} workgroups (occupancy discovery: {})",
+                        w.name,
+                        model
+                            .grid_discovered()
+                            .map_or("not run".to_string(), |d| d.to_string())
+                    ));
+                }),
                 Strategy::Unfused => Ok(()),
             };
             if let Err(e) = available {
@@ -233,8 +256,8 @@ async fn bench_model(
                 Ok(r) => results.push(r),
                 // An adapter that cuts long dispatches short (lavapipe's loop limit) stops
                 // the megakernel on large models: a note, not a failed benchmark.
-                Err(e) if strategy == Strategy::Megakernel => {
-                    notes.push(format!("{}: megakernel failed: {e}", w.name));
+                Err(e) if strategy.is_megakernel() => {
+                    notes.push(format!("{}: {} failed: {e}", w.name, strategy.name()));
                 }
                 Err(e) => return Err(e),
             }
@@ -266,7 +289,7 @@ async fn bench_model(
             }
         }
         for mut r in results {
-            r.speedup_vs_unfused = if r.strategy == Strategy::Megakernel {
+            r.speedup_vs_unfused = if r.strategy.is_megakernel() {
                 unfused_e2e
                     .filter(|u| *u > 0.0)
                     .map(|u| r.end_to_end_tokens_per_second.median / u)
@@ -329,6 +352,7 @@ pub async fn bench(
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
     let mut profile = Vec::new();
+    let grid = options.megakernel_grid.unwrap_or(false);
     if let Some(bytes) = model {
         let long = options.long_context.unwrap_or(true);
         let load = LoadOptions {
@@ -337,6 +361,7 @@ pub async fn bench(
             kv_f16: Some(false),
         };
         let mut m = GpuModel::load(GpuContext::new().await?, bytes, &load).await?;
+        m.set_grid_workgroups(options.grid_workgroups);
         let vocab = m.config().vocab_size;
         let mut workloads = vec![
             Workload {
@@ -365,6 +390,7 @@ pub async fn bench(
             &mut rows,
             &mut notes,
             &mut warnings,
+            grid,
         )
         .await?;
         if options.profile.unwrap_or(false) && m.fused_available().is_ok() {
@@ -401,6 +427,7 @@ pub async fn bench(
                     kv_f16: Some(false),
                 };
                 let mut m = GpuModel::load(GpuContext::new().await?, &file, &load).await?;
+                m.set_grid_workgroups(options.grid_workgroups);
                 let w = Workload {
                     name: format!("toy d{d} L{layers}, 64 tokens"),
                     prompt: (1..9).collect(),
@@ -414,6 +441,7 @@ pub async fn bench(
                     &mut rows,
                     &mut notes,
                     &mut warnings,
+                    grid,
                 )
                 .await?;
             }

@@ -215,6 +215,13 @@ impl GpuModel {
             )));
         }
         match c.strategy {
+            Strategy::MegakernelGrid => {
+                return Err(FuselmError::InvalidArgument(
+                    "calibration chooses among fused, unfused and megakernel; the grid \
+                     megakernel is opt-in only"
+                        .into(),
+                ))
+            }
             Strategy::Unfused => {}
             Strategy::Fused => self.fused_available()?,
             Strategy::Megakernel => {

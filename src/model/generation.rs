@@ -46,17 +46,35 @@ pub enum Strategy {
     /// dispatch or round-trip cost at all, but one workgroup's share of the GPU, so it wins
     /// only on small models.
     Megakernel,
+    /// Experimental, opt-in, native only: the megakernel over as many persistent workgroups
+    /// as the adapter keeps resident, meeting at grid barriers on storage atomics. WebGPU
+    /// promises neither the memory ordering nor the co-residency this needs, so it runs only
+    /// where wgpu offers coherent storage (Vulkan, Metal, DX12), with a measured workgroup
+    /// count and bounded spins (a typed error instead of a hang). Never chosen by `auto`.
+    MegakernelGrid,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 3] = [Strategy::Fused, Strategy::Unfused, Strategy::Megakernel];
+    /// Every strategy; `auto` and calibration choose among the first three.
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Fused,
+        Strategy::Unfused,
+        Strategy::Megakernel,
+        Strategy::MegakernelGrid,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Fused => "fused",
             Strategy::Unfused => "unfused",
             Strategy::Megakernel => "megakernel",
+            Strategy::MegakernelGrid => "megakernel-grid",
         }
+    }
+
+    /// Whether the strategy runs in one of the megakernel's dispatches (its own KV cache).
+    pub fn is_megakernel(self) -> bool {
+        matches!(self, Strategy::Megakernel | Strategy::MegakernelGrid)
     }
 
     pub fn parse(s: &str) -> Result<Self> {
@@ -65,7 +83,8 @@ impl Strategy {
             .find(|x| x.name() == s)
             .ok_or_else(|| {
                 FuselmError::InvalidArgument(format!(
-                    "strategy must be one of fused, unfused, megakernel; got {s:?}"
+                    "strategy must be one of fused, unfused, megakernel, megakernel-grid; got \
+                     {s:?}"
                 ))
             })
     }
@@ -250,7 +269,7 @@ impl GpuModel {
         }
         // The last prompt token is always run: its logits choose the first new token. The
         // megakernel keeps its own KV cache: a prefix is reusable only from the same cache.
-        let mega = req.strategy == Strategy::Megakernel;
+        let mega = req.strategy.is_megakernel();
         let reuse = if req.reuse_prefix && self.kv_in_mega == mega {
             let shared = self
                 .kv_valid
@@ -268,7 +287,13 @@ impl GpuModel {
         let mut out = match req.strategy {
             Strategy::Fused => self.generate_fused(req, reuse, on_token).await?,
             Strategy::Unfused => self.generate_unfused(req, reuse, on_token).await?,
-            Strategy::Megakernel => self.generate_megakernel(req, reuse, on_token).await?,
+            Strategy::Megakernel => {
+                self.generate_megakernel(req, reuse, on_token, false)
+                    .await?
+            }
+            Strategy::MegakernelGrid => {
+                self.generate_megakernel(req, reuse, on_token, true).await?
+            }
         };
         out.reused_prompt_tokens = reuse;
         // Rows written for sure: the prompt's, and every accepted token's but the last (its row
@@ -360,7 +385,7 @@ impl GpuModel {
     /// The megakernel's whole generation is one dispatch: 0 per step.
     pub fn dispatches_per_step(&self, strategy: Strategy, sampling: bool) -> Result<u32> {
         Ok(match strategy {
-            Strategy::Megakernel => 0,
+            Strategy::Megakernel | Strategy::MegakernelGrid => 0,
             Strategy::Unfused => self.decode.dispatches(),
             Strategy::Fused => {
                 let f = self.fused.as_ref().map_err(replay)?;
@@ -388,6 +413,55 @@ impl GpuModel {
             Some(Err(e)) => Err(replay_mega(e)),
             None => unreachable!("built above"),
         }
+    }
+
+    /// Builds the grid megakernel (strategy `megakernel-grid`) if needed and returns its
+    /// workgroup count: the one set with [`GpuModel::set_grid_workgroups`], else what the
+    /// occupancy discovery measured on this adapter (once per model) — except on a software
+    /// adapter, where it is 1: there workgroups are CPU threads, and lavapipe's per-invocation
+    /// loop cap (~65k back-edges) ends a spin that waits for a busy thread, so a grid barrier
+    /// across threads times out (the typed error) instead of waiting.
+    pub async fn megakernel_grid_ready(&mut self) -> Result<u32> {
+        self.megakernel_available().await?;
+        let Some(Ok(mega)) = &mut self.mega else {
+            unreachable!("megakernel_available succeeded")
+        };
+        crate::kernels::megakernel::check_grid(&self.ctx, &mega.shape, 1)?;
+        let software = self.ctx.identity.is_software;
+        let workgroups = match (self.grid_workgroups, self.grid_discovered) {
+            (Some(n), _) => n,
+            (None, _) if software => 1,
+            (None, Some(n)) => n,
+            (None, None) => {
+                let n = mega
+                    .discover_workgroups(&self.ctx, &self.acts, &self.sampler)
+                    .await?;
+                self.grid_discovered = Some(n);
+                n
+            }
+        };
+        mega.grid_call(&self.ctx, &self.acts, &self.sampler, workgroups)
+            .await?;
+        Ok(workgroups)
+    }
+
+    /// The grid megakernel's workgroup count: `Some(n)` fixes it, `None` (the default) uses
+    /// the occupancy discovery's count.
+    pub fn set_grid_workgroups(&mut self, workgroups: Option<u32>) {
+        self.grid_workgroups = workgroups;
+    }
+
+    /// The grid megakernel's workgroup count, once built.
+    pub fn grid_workgroups_used(&self) -> Option<u32> {
+        match &self.mega {
+            Some(Ok(m)) => m.built_grid().map(|(n, _)| n),
+            _ => None,
+        }
+    }
+
+    /// The workgroups the occupancy discovery found resident at once, once measured.
+    pub fn grid_discovered(&self) -> Option<u32> {
+        self.grid_discovered
     }
 
     /// Writes the sampler settings and the penalty counts of the prompt's window.
@@ -497,10 +571,21 @@ impl GpuModel {
         req: &GenerationRequest<'_>,
         reuse: u32,
         on_token: &mut dyn FnMut(u32) -> bool,
+        grid: bool,
     ) -> Result<TokenGeneration> {
-        self.megakernel_available().await?;
+        let workgroups = if grid {
+            self.megakernel_grid_ready().await?
+        } else {
+            self.megakernel_available().await?;
+            1
+        };
         let Some(Ok(mega)) = &self.mega else {
             unreachable!("megakernel_available succeeded")
+        };
+        let call = if grid {
+            mega.built_grid().expect("megakernel_grid_ready built it").1
+        } else {
+            &mega.call
         };
         let p = &req.sampler;
         let n = req.prompt.len() as u32;
@@ -537,9 +622,12 @@ impl GpuModel {
             // Keep the GPU busy: queue the next dispatch before waiting for this one.
             while pending.len() < 2 && (expected < req.max_tokens || pending.is_empty()) {
                 let mut enc = Self::encoder(ctx);
+                if grid {
+                    enc.clear_buffer(&mega.gsync, 0, None);
+                }
                 {
                     let mut pass = enc.begin_compute_pass(&Default::default());
-                    mega.call.record(&mut pass, 1);
+                    call.record(&mut pass, 1);
                 }
                 let state = StagedRead::copy(&ctx.device, &mut enc, &self.acts.state, 0, 16);
                 let ids = StagedRead::copy(
@@ -570,6 +658,14 @@ impl GpuModel {
                 }
             }
             finished = made == req.max_tokens as usize || st.done != 0;
+            if !finished && st._pad == 2 {
+                return Err(FuselmError::Gpu(format!(
+                    "a grid barrier of the grid megakernel timed out at position {}: this \
+                     adapter did not keep {workgroups} workgroups running at once; use fewer \
+                     (grid workgroups) or the megakernel strategy",
+                    st.pos
+                )));
+            }
             if !finished && st.pos == last_pos {
                 return Err(FuselmError::Gpu(if st._pad == 1 {
                     format!(

@@ -79,6 +79,10 @@ pub struct GpuModel {
     /// The default strategy and its reason from a calibration (`calibrate`, `use_calibration`),
     /// which overrides the planner's rule of thumb.
     pub(super) calibrated: Option<(super::generation::Strategy, String)>,
+    /// The grid megakernel's workgroup count, if the caller fixed one.
+    pub(super) grid_workgroups: Option<u32>,
+    /// What the grid megakernel's occupancy discovery measured (on its first use).
+    pub(super) grid_discovered: Option<u32>,
 }
 
 /// GPU memory a loaded model holds, in bytes.
@@ -263,6 +267,8 @@ impl GpuModel {
             kv_in_mega: false,
             mega: None,
             calibrated: None,
+            grid_workgroups: None,
+            grid_discovered: None,
         })
     }
 

@@ -15,9 +15,11 @@ use super::gpu_weights::ModelWeights;
 use crate::error::{FuselmError, Result};
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
+use crate::gpu::StagedRead;
 use crate::kernels::megakernel::{
-    format_id, MegaCall, MegaParams, MegaShape, Megakernel, TABLE_LAYERS, TABLE_STRIDE,
+    check_grid, format_id, MegaCall, MegaParams, MegaShape, Megakernel, TABLE_LAYERS, TABLE_STRIDE,
 };
+use crate::kernels::weights::WeightFormat;
 use crate::kernels::GpuWeight;
 
 /// The megakernel bound to its arena, KV cache and scratch.
@@ -28,7 +30,30 @@ pub struct MegaModel {
     arena: wgpu::Buffer,
     kv: wgpu::Buffer,
     scratch: wgpu::Buffer,
+    /// The grid version's barrier counter and flags (zeroed before each of its dispatches).
+    pub gsync: wgpu::Buffer,
+    formats: Vec<WeightFormat>,
+    /// The grid version, built on first use for one workgroup count; it shares the arena and
+    /// the KV cache (same layout), with a scratch of its own.
+    grid: Option<GridKernel>,
 }
+
+/// The grid megakernel compiled for `workgroups` workgroups.
+struct GridKernel {
+    workgroups: u32,
+    call: MegaCall,
+    scratch: wgpu::Buffer,
+}
+
+impl Drop for GridKernel {
+    fn drop(&mut self) {
+        self.scratch.destroy();
+    }
+}
+
+/// Workgroups the occupancy discovery dispatches (more than any GPU keeps resident with this
+/// kernel's 256 invocations each).
+const DISCOVERY_WORKGROUPS: u32 = 4096;
 
 /// The megakernel's shape for `config`, or why it cannot run this model.
 pub fn mega_shape(config: &ModelConfig, n_ctx: u32) -> Result<MegaShape> {
@@ -195,7 +220,7 @@ impl MegaModel {
                 available: max_binding,
             });
         }
-        let kernel = Megakernel::new(ctx, shape, &formats).await?;
+        let kernel = Megakernel::new(ctx, shape, &formats, None).await?;
 
         let arena = storage(ctx, "megakernel arena", arena_bytes);
         ctx.queue
@@ -211,7 +236,8 @@ impl MegaModel {
         ctx.queue.submit([enc.finish()]);
 
         let kv = storage(ctx, "megakernel kv cache", kv_bytes);
-        let scratch = storage(ctx, "megakernel scratch", shape.scratch().words * 4);
+        let scratch = storage(ctx, "megakernel scratch", shape.scratch(None).words * 4);
+        let gsync = storage(ctx, "megakernel grid sync", 16);
         let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("megakernel params"),
             size: std::mem::size_of::<MegaParams>() as u64,
@@ -228,6 +254,7 @@ impl MegaModel {
             &scratch,
             &acts.tokens,
             &sampler.counts,
+            &gsync,
         )?;
         Ok(Self {
             call,
@@ -236,11 +263,107 @@ impl MegaModel {
             arena,
             kv,
             scratch,
+            gsync,
+            formats,
+            grid: None,
         })
     }
 
-    /// GPU bytes of the arena, KV cache and scratch.
+    /// GPU bytes of the arena, KV cache and scratch (the grid version's too, once built).
     pub fn bytes(&self) -> u64 {
-        self.arena.size() + self.kv.size() + self.scratch.size()
+        self.arena.size()
+            + self.kv.size()
+            + self.scratch.size()
+            + self.grid.as_ref().map_or(0, |g| g.scratch.size())
+    }
+
+    /// The grid version for `workgroups` workgroups: compiled and bound on first use (or when
+    /// the count changes).
+    pub async fn grid_call(
+        &mut self,
+        ctx: &GpuContext,
+        acts: &Activations,
+        sampler: &SamplerBuffers,
+        workgroups: u32,
+    ) -> Result<&MegaCall> {
+        check_grid(ctx, &self.shape, workgroups)?;
+        if self.grid.as_ref().map(|g| g.workgroups) != Some(workgroups) {
+            self.grid = None;
+            let kernel = Megakernel::new(ctx, self.shape, &self.formats, Some(workgroups)).await?;
+            let words = self.shape.scratch(Some(workgroups)).words;
+            let scratch = storage(ctx, "megakernel grid scratch", words * 4);
+            let call = kernel.bind(
+                ctx,
+                &self.params,
+                &acts.state,
+                &self.arena,
+                &sampler.params,
+                &self.kv,
+                &scratch,
+                &acts.tokens,
+                &sampler.counts,
+                &self.gsync,
+            )?;
+            self.grid = Some(GridKernel {
+                workgroups,
+                call,
+                scratch,
+            });
+        }
+        Ok(&self.grid.as_ref().expect("built above").call)
+    }
+
+    /// The grid version's call, if built.
+    pub fn built_grid(&self) -> Option<(u32, &MegaCall)> {
+        self.grid.as_ref().map(|g| (g.workgroups, &g.call))
+    }
+
+    /// How many workgroups of the grid megakernel this adapter keeps resident at once: the
+    /// occupancy discovery (`discover` in the shader) on the grid pipeline itself, the least
+    /// of three runs. Rewrites `params` (each generation writes its own).
+    pub async fn discover_workgroups(
+        &mut self,
+        ctx: &GpuContext,
+        acts: &Activations,
+        sampler: &SamplerBuffers,
+    ) -> Result<u32> {
+        let workgroups = match &self.grid {
+            Some(g) => g.workgroups,
+            None => 1,
+        };
+        self.grid_call(ctx, acts, sampler, workgroups).await?;
+        let call = &self.grid.as_ref().expect("built above").call;
+        let params = MegaParams {
+            n_prompt: 1,
+            end: 1,
+            steps: 0,
+            n_lists: 0,
+        };
+        ctx.queue
+            .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+        let mut least = u32::MAX;
+        for _ in 0..3 {
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("megakernel grid discovery"),
+                });
+            enc.clear_buffer(&self.gsync, 0, None);
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                call.record_discovery(&mut pass, DISCOVERY_WORKGROUPS);
+            }
+            let read = StagedRead::copy(&ctx.device, &mut enc, &self.gsync, 0, 16);
+            let index = ctx.queue.submit([enc.finish()]);
+            let words: Vec<u32> =
+                bytemuck::pod_collect_to_vec(&read.submitted(index).read(&ctx.device).await?);
+            least = least.min(words[3]);
+        }
+        if least == 0 {
+            return Err(FuselmError::Gpu(
+                "the grid megakernel's occupancy discovery found no resident workgroup".into(),
+            ));
+        }
+        Ok(least)
     }
 }

@@ -33,6 +33,12 @@ pub struct BenchArgs {
     /// Skip the ~1,000-token-context workload (slow on CPU adapters).
     #[arg(long)]
     no_long: bool,
+    /// Also run the experimental grid megakernel (megakernel-grid).
+    #[arg(long)]
+    grid: bool,
+    /// The grid megakernel's workgroup count (default: the occupancy discovery's).
+    #[arg(long)]
+    grid_workgroups: Option<u32>,
 }
 
 pub fn run(args: BenchArgs) -> Result<(), Box<dyn Error>> {
@@ -57,6 +63,8 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
         profile: Some(args.profile),
         long_context: Some(!args.no_long),
         chunk_tokens: Some(args.chunk_tokens),
+        megakernel_grid: Some(args.grid),
+        grid_workgroups: args.grid_workgroups,
     };
     let report = bench(bytes.as_deref(), &options).await?;
     let out = serde_json::json!({

@@ -32,10 +32,14 @@ pub struct GenerateArgs {
     /// Keep the KV cache in f16 (needs the adapter's shader-f16).
     #[arg(long)]
     kv_f16: bool,
-    /// fused, unfused (the one-dispatch-per-operation baseline) or megakernel. Default: the
-    /// planner's choice, printed to stderr with its reason.
+    /// fused, unfused (the one-dispatch-per-operation baseline), megakernel or megakernel-grid
+    /// (experimental, native only). Default: the planner's choice, printed to stderr with its
+    /// reason.
     #[arg(long)]
     strategy: Option<String>,
+    /// megakernel-grid: its workgroup count (default: the occupancy discovery's).
+    #[arg(long)]
+    grid_workgroups: Option<u32>,
     /// Before generating, time every strategy that can win on a short greedy generation and use
     /// the fastest (the calibration is printed to stderr as JSON). Ignored with --strategy.
     #[arg(long)]
@@ -87,6 +91,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     let mut model = TextModel::load(ctx, &bytes, &load).await?;
     let load_seconds = load_start.elapsed().as_secs_f64();
     drop(bytes);
+    model.gpu().set_grid_workgroups(args.grid_workgroups);
     let strategy = match &args.strategy {
         Some(s) => Strategy::parse(s)?,
         None => {
@@ -138,6 +143,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             "text": result.text,
             "stopReason": result.stop_reason,
             "strategy": strategy.name(),
+            "gridWorkgroups": model.gpu().grid_workgroups_used(),
             "timings": { "loadSeconds": load_seconds, "generate": result.timings },
         });
         out!("{}", serde_json::to_string_pretty(&out)?);
