@@ -34,7 +34,7 @@ async fn toy_bench_reports_every_strategy() {
             r.workload
         );
         match r.strategy {
-            Strategy::Megakernel => {
+            Strategy::Megakernel | Strategy::MegakernelGrid => {
                 // The whole generation in one dispatch, one submission; on lavapipe a
                 // dispatch may end early at its loop limit and the host records more.
                 assert_eq!(r.dispatches_per_token, 0, "{}", r.workload);

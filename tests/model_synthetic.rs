@@ -228,7 +228,7 @@ async fn gpu_forward_matches_cpu_reference() {
         ];
         // The grid megakernel (opt-in): natively (coherent storage), with the occupancy
         // discovery's workgroup count; browsers get a typed error.
-        let grid = mega && grid_runs(&mut gpu, &name).await;
+        let grid = mega && grid_runs(&mut gpu, name).await;
         if mega {
             // One dispatch for the whole generation, and one per 5 tokens.
             strategies.extend([(Strategy::Megakernel, 12), (Strategy::Megakernel, 5)]);

@@ -216,16 +216,24 @@ async fn measure(
     })
 }
 
+/// How each workload is run: measured runs, fused chunk size, whether the grid megakernel
+/// joins.
+#[derive(Clone, Copy)]
+struct Settings {
+    runs: u32,
+    chunk: u32,
+    grid: bool,
+}
+
 async fn bench_model(
     model: &mut GpuModel,
     workloads: &[Workload],
-    runs: u32,
-    chunk: u32,
+    set: Settings,
     rows: &mut Vec<GenerationBenchRow>,
     notes: &mut Vec<String>,
     warnings: &mut Vec<String>,
-    grid: bool,
 ) -> Result<()> {
+    let Settings { runs, chunk, grid } = set;
     let (auto, _) = model.default_strategy();
     for w in workloads {
         let mut results = Vec::new();
@@ -352,7 +360,11 @@ pub async fn bench(
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
     let mut profile = Vec::new();
-    let grid = options.megakernel_grid.unwrap_or(false);
+    let set = Settings {
+        runs,
+        chunk,
+        grid: options.megakernel_grid.unwrap_or(false),
+    };
     if let Some(bytes) = model {
         let long = options.long_context.unwrap_or(true);
         let load = LoadOptions {
@@ -385,12 +397,10 @@ pub async fn bench(
         bench_model(
             &mut m,
             &workloads,
-            runs,
-            chunk,
+            set,
             &mut rows,
             &mut notes,
             &mut warnings,
-            grid,
         )
         .await?;
         if options.profile.unwrap_or(false) && m.fused_available().is_ok() {
@@ -433,17 +443,7 @@ pub async fn bench(
                     prompt: (1..9).collect(),
                     new_tokens: 64,
                 };
-                bench_model(
-                    &mut m,
-                    &[w],
-                    runs,
-                    chunk,
-                    &mut rows,
-                    &mut notes,
-                    &mut warnings,
-                    grid,
-                )
-                .await?;
+                bench_model(&mut m, &[w], set, &mut rows, &mut notes, &mut warnings).await?;
             }
         }
     }
