@@ -105,7 +105,7 @@ pub struct GenerationBenchRow {
     /// Weight bytes one decode step streams.
     pub weight_bytes_per_token: u64,
     /// Median decode speed over the unfused strategy's on the same workload (megakernel:
-    /// end-to-end over end-to-end).
+    /// end-to-end over end-to-end, for both megakernels).
     pub speedup_vs_unfused: Option<f64>,
     /// Whether every strategy produced the same ids on this workload.
     pub ids_equal_across_strategies: bool,
