@@ -46,7 +46,8 @@
 // `sampler`: uniform by WGSL's analysis) or values broadcast by workgroupUniformLoad, so
 // all 256 invocations reach every barrier together (WGSL's uniformity analysis checks it).
 //
-// Grid mode (GRID_MODE, the opt-in `megakernel-grid` strategy; native only): the same
+// Grid mode (GRID_MODE, the opt-in `megakernel-grid` strategy; native only; its barrier,
+// discovery and phases are in megakernel_grid.wgsl, composed after this file): the same
 // generation in GRID persistent workgroups that meet at grid barriers (`gsync`). Every
 // workgroup keeps its own copy of the residual stream and the matrix input in workgroup
 // memory and updates it redundantly (embed, norms, residual adds, SwiGLU: cheap, and no
@@ -282,34 +283,38 @@ fn kv_base(l: u32, which: u32, kvh: u32) -> u32 {
     return ((l * 2u + which) * N_HEAD_KV + kvh) * N_CTX * HEAD_DIM;
 }
 
+// Element d of the rotated head at s[b..] (position c; d < HEAD_DIM).
+fn rope_at(b: u32, d: u32, c: u32) -> f32 {
+    let raw = sget(b + d);
+    if d >= N_ROT {
+        return raw;
+    }
+    var i0 = d & ~1u; // the pair's elements (x0 first) and its theta index
+    var i1 = d | 1u;
+    var pair = d / 2u;
+    if NEOX {
+        pair = d % (N_ROT / 2u);
+        i0 = pair;
+        i1 = pair + N_ROT / 2u;
+    }
+    let sc = sincos(rope_theta(c, pair, bitcast<f32>(THETA_SCALE_BITS)));
+    let x0 = sget(b + i0);
+    let x1 = sget(b + i1);
+    return select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, d == i0);
+}
+
 // Q, K (rotated) and V of position c from the raw projections at S_TMP: Q to S_Q, K and V to
 // row c of layer l's cache.
 fn rope_store(lid: u32, l: u32, c: u32) {
     for (var e = lid; e < N_Q + 2u * N_KV; e += WG) {
-        let raw = sget(S_TMP + e);
         if e >= N_Q + N_KV {
             let f = e - N_Q - N_KV;
-            kv[kv_base(l, 1u, f / HEAD_DIM) + c * HEAD_DIM + f % HEAD_DIM] = raw;
+            kv[kv_base(l, 1u, f / HEAD_DIM) + c * HEAD_DIM + f % HEAD_DIM] = sget(S_TMP + e);
             continue;
         }
         let f = select(e, e - N_Q, e >= N_Q);
         let d = f % HEAD_DIM;
-        let head0 = e - d; // the head's first element in S_TMP
-        var v = raw;
-        if d < N_ROT {
-            var i0 = d & ~1u; // the pair's elements (x0 first) and its theta index
-            var i1 = d | 1u;
-            var pair = d / 2u;
-            if NEOX {
-                pair = d % (N_ROT / 2u);
-                i0 = pair;
-                i1 = pair + N_ROT / 2u;
-            }
-            let sc = sincos(rope_theta(c, pair, bitcast<f32>(THETA_SCALE_BITS)));
-            let x0 = sget(S_TMP + head0 + i0);
-            let x1 = sget(S_TMP + head0 + i1);
-            v = select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, d == i0);
-        }
+        let v = rope_at(S_TMP + e - d, d, c); // the head starts at element e - d
         if e < N_Q {
             sset(S_Q + e, v);
         } else {
@@ -319,51 +324,76 @@ fn rope_store(lid: u32, l: u32, c: u32) {
     sync();
 }
 
+// Attention of head h over positions 0..=c of layer l → S_ATT (normalised). Q from S_Q and
+// every K/V row from the cache; with `own` (grid mode) Q from qh_sh and position c's K and V
+// from kc_sh / vc_sh (the workgroup's own copy), scores in the head's own row of S_SC.
+fn attend_head(lid: u32, l: u32, c: u32, h: u32, own: bool) {
+    let kb = kv_base(l, 0u, h / GROUP);
+    let vb = kv_base(l, 1u, h / GROUP);
+    let qb = S_Q + h * HEAD_DIM;
+    let sc = S_SC + select(0u, h * N_CTX, GRID_MODE);
+    var m = -3.0e38;
+    for (var j = lid; j <= c; j += WG) {
+        var d = 0.0;
+        for (var e = 0u; e < HEAD_DIM; e += 4u) {
+            var q: vec4<f32>;
+            var k: vec4<f32>;
+            if own {
+                q = vec4<f32>(qh_sh[e], qh_sh[e + 1u], qh_sh[e + 2u], qh_sh[e + 3u]);
+            } else {
+                q = sget4(qb + e);
+            }
+            if own && j == c {
+                k = vec4<f32>(kc_sh[e], kc_sh[e + 1u], kc_sh[e + 2u], kc_sh[e + 3u]);
+            } else {
+                let o = kb + j * HEAD_DIM + e;
+                k = vec4<f32>(kv[o], kv[o + 1u], kv[o + 2u], kv[o + 3u]);
+            }
+            d += dot(q, k);
+        }
+        d *= bitcast<f32>(ATT_SCALE_BITS);
+        sset(sc + j, d);
+        m = max(m, d);
+    }
+    let mx = wg_max(lid, m);
+    var sum = 0.0;
+    for (var j = lid; j <= c; j += WG) {
+        let e = exp(sget(sc + j) - mx);
+        sset(sc + j, e);
+        sum += e;
+    }
+    let total = lanes_sum(lid, sum, WG);
+    sync();
+    let d = lid % HEAD_DIM;
+    let part = lid / HEAD_DIM;
+    var acc = 0.0;
+    if part < PARTS {
+        for (var j = part; j <= c; j += PARTS) {
+            var v: f32;
+            if own && j == c {
+                v = vc_sh[d];
+            } else {
+                v = kv[vb + j * HEAD_DIM + d];
+            }
+            acc += sget(sc + j) * v;
+        }
+    }
+    key_z[lid] = acc; // the top-k keys are idle here: they hold the partial sums
+    workgroupBarrier();
+    if lid < HEAD_DIM {
+        var o = 0.0;
+        for (var i = 0u; i < PARTS; i++) {
+            o += key_z[i * HEAD_DIM + lid];
+        }
+        sset(S_ATT + h * HEAD_DIM + lid, o / total);
+    }
+    sync();
+}
+
 // Attention of every head over positions 0..=c of layer l → S_ATT (normalised).
 fn attention(lid: u32, l: u32, c: u32) {
     for (var h = 0u; h < N_HEAD; h++) {
-        let kb = kv_base(l, 0u, h / GROUP);
-        let vb = kv_base(l, 1u, h / GROUP);
-        let qb = S_Q + h * HEAD_DIM;
-        var m = -3.0e38;
-        for (var j = lid; j <= c; j += WG) {
-            var d = 0.0;
-            for (var e = 0u; e < HEAD_DIM; e += 4u) {
-                let q = sget4(qb + e);
-                let o = kb + j * HEAD_DIM + e;
-                d += dot(q, vec4<f32>(kv[o], kv[o + 1u], kv[o + 2u], kv[o + 3u]));
-            }
-            d *= bitcast<f32>(ATT_SCALE_BITS);
-            sset(S_SC + j, d);
-            m = max(m, d);
-        }
-        let mx = wg_max(lid, m);
-        var sum = 0.0;
-        for (var j = lid; j <= c; j += WG) {
-            let e = exp(sget(S_SC + j) - mx);
-            sset(S_SC + j, e);
-            sum += e;
-        }
-        let total = lanes_sum(lid, sum, WG);
-        sync();
-        let d = lid % HEAD_DIM;
-        let g = lid / HEAD_DIM;
-        var acc = 0.0;
-        if g < PARTS {
-            for (var j = g; j <= c; j += PARTS) {
-                acc += sget(S_SC + j) * kv[vb + j * HEAD_DIM + d];
-            }
-        }
-        key_z[lid] = acc; // the top-k keys are idle here: they hold the partial sums
-        workgroupBarrier();
-        if lid < HEAD_DIM {
-            var o = 0.0;
-            for (var i = 0u; i < PARTS; i++) {
-                o += key_z[i * HEAD_DIM + lid];
-            }
-            sset(S_ATT + h * HEAD_DIM + lid, o / total);
-        }
-        sync();
+        attend_head(lid, l, c, h, false);
     }
 }
 
@@ -402,250 +432,6 @@ fn layer(lid: u32, wid: u32, l: u32, c: u32) {
     matvec(lid, wid, 0u, t + 12u, N_EMBD, N_FF, S_GATE, S_TMP);
     sync();
     add_residual(lid, S_TMP);
-}
-
-// ---- Grid mode (see the header) ----
-
-// A grid barrier: returns when all GRID workgroups have arrived (or the error flag is set:
-// a bounded spin that runs out sets it, and it releases every later waiter at once).
-fn gsync(lid: u32) {
-    storageBarrier();
-    workgroupBarrier();
-    if !GRID_MODE {
-        return;
-    }
-    gb_n += 1u;
-    if lid == 0u {
-        atomicAdd(&grid_sync[0], 1u);
-        let goal = GRID * gb_n;
-        var arrived = 0u;
-        for (var i = 0u; i < SPIN_MAX; i++) {
-            arrived = atomicLoad(&grid_sync[0]);
-            if arrived >= goal || atomicLoad(&grid_sync[1]) != 0u {
-                break;
-            }
-        }
-        if arrived < goal && atomicLoad(&grid_sync[1]) == 0u {
-            atomicOr(&grid_sync[1], G_TIMEOUT);
-        }
-    }
-    workgroupBarrier();
-    storageBarrier();
-}
-
-// The grid's error flags (uniform).
-fn grid_error(lid: u32) -> u32 {
-    if lid == 0u {
-        ok_sh = atomicLoad(&grid_sync[1]);
-    }
-    return workgroupUniformLoad(&ok_sh);
-}
-
-// Occupancy discovery (invocation 0 of each workgroup; after Sorensen et al.): while the poll
-// is open a workgroup takes a ticket and stays until it closes; the first holder closes it
-// after DISCOVER_POLLS polls; late workgroups leave. Tickets = workgroups resident at once.
-fn discover() {
-    if atomicLoad(&grid_sync[2]) != 0u {
-        return;
-    }
-    let t = atomicAdd(&grid_sync[3], 1u);
-    if t == 0u {
-        var seen = 0u;
-        for (var i = 0u; i < DISCOVER_POLLS; i++) {
-            seen = max(seen, atomicLoad(&grid_sync[3]));
-        }
-        atomicMax(&grid_sync[0], seen);
-        atomicStore(&grid_sync[2], 1u);
-    } else {
-        for (var i = 0u; i < SPIN_MAX; i++) {
-            if atomicLoad(&grid_sync[2]) != 0u {
-                break;
-            }
-        }
-    }
-}
-
-// Element d of the rotated head at s[b..] (position c): rope_store's arithmetic.
-fn rope_at(b: u32, d: u32, c: u32) -> f32 {
-    let raw = sget(b + d);
-    if d >= N_ROT {
-        return raw;
-    }
-    var i0 = d & ~1u;
-    var i1 = d | 1u;
-    var pair = d / 2u;
-    if NEOX {
-        pair = d % (N_ROT / 2u);
-        i0 = pair;
-        i1 = pair + N_ROT / 2u;
-    }
-    let sc = sincos(rope_theta(c, pair, bitcast<f32>(THETA_SCALE_BITS)));
-    let x0 = sget(b + i0);
-    let x1 = sget(b + i1);
-    return select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, d == i0);
-}
-
-// Attention of this workgroup's heads (h = wid, wid + GRID, …) over positions 0..=c of layer
-// l → S_ATT, from the raw projections at S_TMP. Position c's K and V come from the
-// workgroup's own copy; the first head of each KV group stores them as row c of the cache.
-fn attention_grid(lid: u32, wid: u32, l: u32, c: u32) {
-    for (var h = wid; h < N_HEAD; h += GRID) {
-        let g = h / GROUP;
-        let kb = kv_base(l, 0u, g);
-        let vb = kv_base(l, 1u, g);
-        for (var d = lid; d < HEAD_DIM; d += WG) {
-            qh_sh[d] = rope_at(S_TMP + h * HEAD_DIM, d, c);
-            kc_sh[d] = rope_at(S_TMP + N_Q + g * HEAD_DIM, d, c);
-            vc_sh[d] = sget(S_TMP + N_Q + N_KV + g * HEAD_DIM + d);
-        }
-        workgroupBarrier();
-        if h % GROUP == 0u {
-            for (var d = lid; d < HEAD_DIM; d += WG) {
-                kv[kb + c * HEAD_DIM + d] = kc_sh[d];
-                kv[vb + c * HEAD_DIM + d] = vc_sh[d];
-            }
-        }
-        let sc = S_SC + h * N_CTX;
-        var m = -3.0e38;
-        for (var j = lid; j <= c; j += WG) {
-            var d = 0.0;
-            for (var e = 0u; e < HEAD_DIM; e += 4u) {
-                let q = vec4<f32>(qh_sh[e], qh_sh[e + 1u], qh_sh[e + 2u], qh_sh[e + 3u]);
-                var k: vec4<f32>;
-                if j == c {
-                    k = vec4<f32>(kc_sh[e], kc_sh[e + 1u], kc_sh[e + 2u], kc_sh[e + 3u]);
-                } else {
-                    let o = kb + j * HEAD_DIM + e;
-                    k = vec4<f32>(kv[o], kv[o + 1u], kv[o + 2u], kv[o + 3u]);
-                }
-                d += dot(q, k);
-            }
-            d *= bitcast<f32>(ATT_SCALE_BITS);
-            sset(sc + j, d);
-            m = max(m, d);
-        }
-        let mx = wg_max(lid, m);
-        var sum = 0.0;
-        for (var j = lid; j <= c; j += WG) {
-            let e = exp(sget(sc + j) - mx);
-            sset(sc + j, e);
-            sum += e;
-        }
-        let total = lanes_sum(lid, sum, WG);
-        sync();
-        let d = lid % HEAD_DIM;
-        let part = lid / HEAD_DIM;
-        var acc = 0.0;
-        if part < PARTS {
-            for (var j = part; j <= c; j += PARTS) {
-                var v: f32;
-                if j == c {
-                    v = vc_sh[d];
-                } else {
-                    v = kv[vb + j * HEAD_DIM + d];
-                }
-                acc += sget(sc + j) * v;
-            }
-        }
-        key_z[lid] = acc;
-        workgroupBarrier();
-        if lid < HEAD_DIM {
-            var o = 0.0;
-            for (var i = 0u; i < PARTS; i++) {
-                o += key_z[i * HEAD_DIM + lid];
-            }
-            sset(S_ATT + h * HEAD_DIM + lid, o / total);
-        }
-        sync();
-    }
-}
-
-fn layer_grid(lid: u32, wid: u32, l: u32, c: u32) {
-    let t = TABLE_LAYERS + l * TABLE_STRIDE;
-    norm_to_vin(lid, arena[t + 14u]);
-    let pq = npass(N_Q);
-    let pk = npass(N_KV);
-    matvec(lid, wid, 0u, t, N_Q, N_EMBD, NONE, S_TMP);
-    matvec(lid, wid, pq, t + 2u, N_KV, N_EMBD, NONE, S_TMP + N_Q);
-    matvec(lid, wid, pq + pk, t + 4u, N_KV, N_EMBD, NONE, S_TMP + N_Q + N_KV);
-    gsync(lid);
-    attention_grid(lid, wid, l, c);
-    gsync(lid);
-    for (var i = lid; i < N_Q; i += WG) {
-        vin_sh[i] = sget(S_ATT + i);
-    }
-    workgroupBarrier();
-    matvec(lid, wid, 0u, t + 6u, N_EMBD, N_Q, NONE, S_OUT);
-    gsync(lid);
-    add_residual(lid, S_OUT);
-    norm_to_vin(lid, arena[t + 15u]);
-    matvec(lid, wid, 0u, t + 8u, N_FF, N_EMBD, NONE, S_GATE);
-    matvec(lid, wid, npass(N_FF), t + 10u, N_FF, N_EMBD, NONE, S_UP);
-    gsync(lid);
-    for (var i = lid; i < N_FF; i += WG) {
-        vin_sh[i] = silu(sget(S_GATE + i)) * sget(S_UP + i);
-    }
-    workgroupBarrier();
-    matvec(lid, wid, 0u, t + 12u, N_EMBD, N_FF, NONE, S_OUT);
-    gsync(lid);
-    add_residual(lid, S_OUT);
-}
-
-// The head over this workgroup's rows with penalties, each workgroup's best (greedy) to
-// S_PART; after a grid barrier every workgroup merges them (greedy: all get the same id), or
-// workgroup 0 samples from the logits (its id is the one committed).
-fn choose_grid(lid: u32, wid: u32, c: u32) -> u32 {
-    norm_to_vin(lid, arena[4]);
-    let fmt = arena[2];
-    let row_base = arena[3];
-    let lane = lid % ML;
-    let units = N_EMBD / 8u;
-    var bz = 0.0;
-    var bi = NONE;
-    for (var ps = wid; ps < npass(N_VOCAB); ps += GRID) {
-        let r0 = ps * RPP * RPI + lid / ML;
-        let r = min(r0, N_VOCAB - 1u);
-        var acc = vec4<f32>();
-        for (var u = lane; u < units; u += ML) {
-            acc.x += dot8(w8(fmt, row_base + r, u, N_EMBD), in8(NONE, u));
-        }
-        let total = mv_sum4(lid, acc).x;
-        if lane == 0u && r0 < N_VOCAB {
-            var v = total;
-            if sampler.penalties_on != 0u {
-                v = penalize(v, counts[r0], sampler);
-            }
-            sset(S_LOGITS + r0, v);
-            if v == v && (bi == NONE || better(v, r0, bz, bi)) {
-                bz = v;
-                bi = r0;
-            }
-        }
-    }
-    let mine = wg_best(lid, bz, bi);
-    if lid == 0u {
-        s[S_PART + 2u * wid] = mine.x;
-        s[S_PART + 2u * wid + 1u] = mine.y;
-    }
-    gsync(lid);
-    if sampler.inv_temperature == 0.0 {
-        bz = 0.0;
-        bi = NONE;
-        for (var i = lid; i < GRID; i += WG) {
-            let z = bitcast<f32>(s[S_PART + 2u * i]);
-            let id = s[S_PART + 2u * i + 1u];
-            if id != NONE && (bi == NONE || better(z, id, bz, bi)) {
-                bz = z;
-                bi = id;
-            }
-        }
-        return wg_best(lid, bz, bi).y;
-    }
-    var id = NONE;
-    if wid == 0u {
-        id = sample_logits(lid, c);
-    }
-    return id;
 }
 
 fn embed(lid: u32, c: u32) {

@@ -324,9 +324,8 @@ gpu_test!(
     gpu_forward_matches_cpu_reference
 );
 
-/// The megakernel keeps working when the model's activations are rebuilt under it
-/// (`all_logits` reallocates them; the megakernel was bound to the old `state` and `tokens`).
-async fn megakernel_survives_rebuilt_activations() {
+/// The default synthetic llama with a 64-token context.
+async fn small_model() -> GpuModel {
     let bytes = synthetic_llama(&SyntheticSpec::default());
     let ctx = GpuContext::new().await.expect("gpu");
     let options = LoadOptions {
@@ -334,9 +333,15 @@ async fn megakernel_survives_rebuilt_activations() {
         max_batch: Some(8),
         kv_f16: Some(false),
     };
-    let mut gpu = GpuModel::load(ctx, &bytes, &options)
+    GpuModel::load(ctx, &bytes, &options)
         .await
-        .expect("gpu model");
+        .expect("gpu model")
+}
+
+/// The megakernel keeps working when the model's activations are rebuilt under it
+/// (`all_logits` reallocates them; the megakernel was bound to the old `state` and `tokens`).
+async fn megakernel_survives_rebuilt_activations() {
+    let mut gpu = small_model().await;
     let prompt: Vec<u32> = b"megakernel".iter().map(|&b| u32::from(b)).collect();
     let run = async |gpu: &mut GpuModel, strategy| {
         let request = GenerationRequest {
@@ -372,16 +377,7 @@ gpu_test!(
 #[test]
 fn grid_megakernel_times_out_instead_of_hanging() {
     pollster::block_on(async {
-        let bytes = synthetic_llama(&SyntheticSpec::default());
-        let ctx = GpuContext::new().await.expect("gpu");
-        let options = LoadOptions {
-            n_ctx: Some(64),
-            max_batch: Some(8),
-            kv_f16: Some(false),
-        };
-        let mut gpu = GpuModel::load(ctx, &bytes, &options)
-            .await
-            .expect("gpu model");
+        let mut gpu = small_model().await;
         let prompt: Vec<u32> = b"grid".iter().map(|&b| u32::from(b)).collect();
         let request = |strategy| GenerationRequest {
             prompt: &prompt,

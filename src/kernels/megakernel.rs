@@ -385,6 +385,7 @@ const S_CAND: u32 = {cand}u;
             shaders::MEGAKERNEL.to_string()
         };
         parts.push(&kernel);
+        parts.push(shaders::MEGAKERNEL_GRID);
         let source = compose(&parts);
         let slots = [
             Slot::Uniform,

@@ -582,10 +582,12 @@ impl GpuModel {
         let Some(Ok(mega)) = &self.mega else {
             unreachable!("megakernel_available succeeded")
         };
-        let call = if grid {
-            mega.built_grid().expect("megakernel_grid_ready built it").1
-        } else {
-            &mega.call
+        let call = match (grid, mega.built_grid()) {
+            (false, _) => &mega.call,
+            (true, Some((_, call))) => call,
+            (true, None) => {
+                return Err(FuselmError::Gpu("the grid megakernel is not built".into()))
+            }
         };
         let p = &req.sampler;
         let n = req.prompt.len() as u32;
