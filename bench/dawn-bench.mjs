@@ -49,22 +49,26 @@ for (const { prompt, chat } of prompts) {
   for (const strategy of ["unfused", "fused"]) {
     const options = { maxTokens: 128, chat, strategy };
     await model.generate(prompt, options).result(); // warm-up
-    const decode = [], prefill = [];
+    const decode = [], prefill = [], record = [];
     let last;
     for (let i = 0; i < runs; i++) {
       last = await model.generate(prompt, options).result();
       decode.push(last.timings.decodeTokensPerSecond);
       prefill.push(last.timings.promptTokensPerSecond);
+      record.push((last.timings.recordSeconds * 1e6) / Math.max(1, last.tokens.length - 1));
     }
     const row = {
       prompt, chat, strategy, promptTokens: last.promptTokens.length, newTokens: last.tokens.length,
       decodeTokensPerSecond: { median: median(decode), min: Math.min(...decode), max: Math.max(...decode) },
       prefillTokensPerSecond: { median: median(prefill), min: Math.min(...prefill), max: Math.max(...prefill) },
+      // Host time recording + submitting decode commands, per generated token (µs).
+      recordMicrosecondsPerToken: { median: median(record), min: Math.min(...record), max: Math.max(...record) },
       generatedIds: last.tokens,
     };
     results.push(row);
     console.log(`dawn ${strategy.padEnd(8)} decode ${row.decodeTokensPerSecond.median.toFixed(1).padStart(8)} tok/s  ` +
-      `prefill ${row.prefillTokensPerSecond.median.toFixed(1).padStart(8)} tok/s  ${row.newTokens} tok  ${prompt.slice(0, 30)}`);
+      `prefill ${row.prefillTokensPerSecond.median.toFixed(1).padStart(8)} tok/s  ` +
+      `host record ${row.recordMicrosecondsPerToken.median.toFixed(0).padStart(5)} µs/token  ${row.newTokens} tok  ${prompt.slice(0, 30)}`);
   }
 }
 
@@ -77,7 +81,8 @@ const turns = [
   "Summarize our conversation in one sentence.",
 ];
 const chat = {};
-for (const reuse of [true, false]) {
+// SKIP_CHAT=1 leaves the chat turns out (for runs that only need decode figures).
+for (const reuse of process.env.SKIP_CHAT === "1" ? [] : [true, false]) {
   const rows = [];
   for (let rep = 0; rep < runs; rep++) {
     const messages = [];
@@ -92,7 +97,7 @@ for (const reuse of [true, false]) {
   }
   chat[reuse ? "reused" : "fresh"] = rows.map((r) => ({ ...r, ttftMedianMs: median(r.ttftSeconds) * 1000 }));
 }
-for (const [i, r] of chat.reused.entries()) {
+for (const [i, r] of (chat.reused ?? []).entries()) {
   const f = chat.fresh[i];
   console.log(`chat turn ${r.turn}: ${r.promptTokens} prompt tokens, ${r.cachedTokens[0]} reused: TTFT ${r.ttftMedianMs.toFixed(2)} ms vs ${f.ttftMedianMs.toFixed(2)} ms fresh; same answer: ${r.answer === f.answer}`);
 }
@@ -105,5 +110,8 @@ const profiled = await fuselm.bench({ profile: true, longContext: false, runs: 1
 for (const p of profiled.profile) {
   const roles = p.roles.map((r) => `${r.role.split("+")[0]}=${(r.microsecondsPerStep / r.dispatchesPerStep).toFixed(2)}`).join(" ");
   console.log(`dawn profile (${p.timer}), context ${p.context}: step ${p.stepMicroseconds.toFixed(0)} us  ${roles}`);
+}
+for (const r of profiled.results) {
+  console.log(`dawn bench ${r.workload} ${r.strategy}: decode ${r.decodeTokensPerSecond.median.toFixed(0)} tok/s, host record ${r.recordMicrosecondsPerToken.median.toFixed(0)} µs/token`);
 }
 writeFileSync(outPath, JSON.stringify({ kind: "bench-dawn", adapter: report.adapter, runs, loadSeconds, results, chat, profile: profiled.profile }, null, 1));

@@ -12,9 +12,11 @@ const { create, globals } = await import(pathToFileURL(join(resolve(dawnDir), "i
 Object.assign(globalThis, globals);
 globalThis.Window ??= class Window {};
 globalThis.navigator ??= {};
-Object.defineProperty(globalThis.navigator, "gpu", { value: create([]), configurable: true });
+// DAWN_ENABLE=a,b adds Dawn toggles for experiments (e.g. disable_robustness).
+const enable = process.env.DAWN_ENABLE ? [`enable-dawn-features=${process.env.DAWN_ENABLE}`] : [];
+Object.defineProperty(globalThis.navigator, "gpu", { value: create(enable), configurable: true });
 
-const dist = resolve("dist");
+const dist = resolve(process.env.DIST ?? "dist"); // DIST: another build of the package
 const fuselm = await import(pathToFileURL(join(dist, "index.js")).href);
 await fuselm.init(readFileSync(join(dist, "wasm", "fuselm_bg.wasm")));
 const list = (v, d) => (v ?? d).split(",").filter(Boolean);

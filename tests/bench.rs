@@ -11,6 +11,16 @@ use fuselm::model::bench::{bench, GenerationBenchOptions};
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
 use fuselm::model::{GpuModel, LoadOptions, Strategy};
 
+/// Whether a host recording time was measured: above zero natively; in a browser, whose
+/// `performance.now()` may be coarsened to 100 µs, at least not negative.
+fn recording_timed(micros: f64) -> bool {
+    if cfg!(target_arch = "wasm32") {
+        micros >= 0.0 && micros.is_finite()
+    } else {
+        micros > 0.0
+    }
+}
+
 async fn toy_bench_reports_every_strategy() {
     let options = GenerationBenchOptions {
         runs: Some(1),
@@ -38,11 +48,23 @@ async fn toy_bench_reports_every_strategy() {
                 // The whole generation in one dispatch, one submission; on lavapipe a
                 // dispatch may end early at its loop limit and the host records more.
                 assert_eq!(r.dispatches_per_token, 0, "{}", r.workload);
+                assert_eq!(
+                    r.record_microseconds_per_token.median, 0.0,
+                    "{}",
+                    r.workload
+                );
                 assert!(r.speedup_vs_unfused.is_some_and(|s| s > 0.0));
             }
             Strategy::Fused => {
                 // embed + 4 per layer + head + choose (greedy)
                 assert_eq!(r.dispatches_per_token, 1 + 4 * layers + 2, "{}", r.workload);
+                // The host's recording of the decode chunks is timed (in a browser the clock
+                // may be coarser than one chunk's recording).
+                assert!(
+                    recording_timed(r.record_microseconds_per_token.min),
+                    "{}",
+                    r.workload
+                );
                 assert!(
                     r.submits_per_token < 0.1,
                     "{}: {}",
@@ -59,6 +81,11 @@ async fn toy_bench_reports_every_strategy() {
                 );
                 assert_eq!(r.submits_per_token, 1.0, "{}", r.workload);
                 assert_eq!(r.speedup_vs_unfused, Some(1.0));
+                assert!(
+                    recording_timed(r.record_microseconds_per_token.min),
+                    "{}",
+                    r.workload
+                );
             }
         }
     }

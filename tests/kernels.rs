@@ -5,6 +5,7 @@
 mod common;
 mod kernel_support;
 
+use fuselm::gpu::{StagedRead, StagingPool};
 use fuselm::kernels::{
     Add, Advance, Argmax, DecodeState, Embed, GpuWeight, MatVec, RmsNorm, RmsRows, SwiGlu,
     WeightFormat,
@@ -395,3 +396,52 @@ async fn bind_errors() {
     assert!(matches!(too_many, Err(FuselmError::InvalidArgument(_))));
 }
 gpu_test!(bad_bindings_are_typed_errors, bind_errors);
+
+/// Pooled readbacks return the right bytes, reuse their staging buffer once a read completed,
+/// give overlapping reads buffers of their own, and never reuse one dropped unread.
+async fn pooled_readbacks() {
+    let ctx = context().await;
+    let data: Vec<u32> = (0..1000).map(|i| i * 7 + 1).collect();
+    let src = buffer_u32(&ctx, &data);
+    let pool = StagingPool::default();
+    let read = |offset: u64, len: u64| {
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let r = StagedRead::copy_pooled(&ctx.device, &pool, &mut enc, &src, offset * 4, len * 4);
+        r.submitted(ctx.queue.submit([enc.finish()]))
+    };
+    let words = |bytes: Vec<u8>| -> Vec<u32> { bytemuck::pod_collect_to_vec(&bytes) };
+    let want = |offset: usize, len: usize| data[offset..offset + len].to_vec();
+    // Sequential reads of different sizes share one kept buffer.
+    assert_eq!(
+        words(read(3, 10).read(&ctx.device).await.unwrap()),
+        want(3, 10)
+    );
+    assert_eq!(pool.kept(), 1);
+    assert_eq!(
+        words(read(100, 1).read(&ctx.device).await.unwrap()),
+        want(100, 1)
+    );
+    assert_eq!(pool.kept(), 1);
+    // Larger than the kept buffer: a new one, both kept afterwards.
+    assert_eq!(
+        words(read(0, 1000).read(&ctx.device).await.unwrap()),
+        want(0, 1000)
+    );
+    assert_eq!(pool.kept(), 2);
+    // Two in flight at once take two buffers; both come back.
+    let a = read(10, 20);
+    let b = read(500, 64);
+    assert_eq!(pool.kept(), 0);
+    assert_eq!(words(b.read(&ctx.device).await.unwrap()), want(500, 64));
+    assert_eq!(words(a.read(&ctx.device).await.unwrap()), want(10, 20));
+    assert_eq!(pool.kept(), 2);
+    // Dropped unread: destroyed, not kept; the pool still serves the next read.
+    drop(read(7, 5));
+    assert_eq!(pool.kept(), 1);
+    assert_eq!(
+        words(read(7, 5).read(&ctx.device).await.unwrap()),
+        want(7, 5)
+    );
+    assert_eq!(pool.kept(), 1);
+}
+gpu_test!(pooled_readbacks_reuse_buffers_safely, pooled_readbacks);

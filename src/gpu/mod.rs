@@ -6,5 +6,5 @@ mod sync;
 
 pub use context::{request_adapter, request_adapter_with, GpuContext, BACKENDS, OPTIONAL_FEATURES};
 pub(crate) use readback::map_read;
-pub use readback::{read_buffer, StagedRead};
+pub use readback::{read_buffer, StagedRead, StagingPool};
 pub use sync::wait_idle;

@@ -100,6 +100,11 @@ pub struct GenerationBenchRow {
     pub time_to_first_token_ms: Spread,
     /// Compute dispatches of one decode step.
     pub dispatches_per_token: u32,
+    /// Host microseconds spent recording and submitting one decode step's commands (median
+    /// over the runs; 0 for the megakernels, which record one dispatch). Decode is bound by
+    /// the host when this nears the step's time (1e6 / decode tok/s). Reports written before
+    /// 2026-11-25 lack it.
+    pub record_microseconds_per_token: Spread,
     /// Queue submissions per decode step.
     pub submits_per_token: f64,
     /// Weight bytes one decode step streams.
@@ -178,6 +183,7 @@ async fn measure(
     model.generate(&request, &mut |_| true).await?; // warm-up
     let (mut decode, mut prefill, mut ttft) = (Vec::new(), Vec::new(), Vec::new());
     let mut e2e = Vec::new();
+    let mut record = Vec::new();
     let mut last = None;
     for _ in 0..runs.max(1) {
         let g = model.generate(&request, &mut |_| true).await?;
@@ -193,6 +199,7 @@ async fn measure(
         });
         prefill.push(w.prompt.len() as f64 / g.prefill_seconds.max(1e-9));
         ttft.push(g.prefill_seconds * 1e3);
+        record.push(g.record_seconds * 1e6 / (g.decode_steps.max(1) as f64));
         last = Some(g);
     }
     let g = last.unwrap_or_else(|| unreachable!("runs >= 1"));
@@ -207,6 +214,7 @@ async fn measure(
         prefill_tokens_per_second: Spread::of(prefill),
         time_to_first_token_ms: Spread::of(ttft),
         dispatches_per_token: model.dispatches_per_step(strategy, false)?,
+        record_microseconds_per_token: Spread::of(record),
         submits_per_token: (g.submits as f64 - 1.0).max(0.0) / steps,
         weight_bytes_per_token: model.decode_weight_bytes(),
         speedup_vs_unfused: None,
@@ -317,12 +325,12 @@ async fn bench_model(
 /// The rows as a markdown table.
 pub fn markdown(rows: &[GenerationBenchRow]) -> String {
     let mut s = String::from(
-        "| workload | strategy | decode tok/s (min–max) | end-to-end tok/s | prefill tok/s | TTFT ms | dispatches/token | submits/token | × unfused | same ids |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| workload | strategy | decode tok/s (min–max) | end-to-end tok/s | prefill tok/s | TTFT ms | dispatches/token | submits/token | host µs/token | × unfused | same ids |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let d = &r.decode_tokens_per_second;
         s += &format!(
-            "| {} | {} | {:.0} ({:.0}–{:.0}) | {:.0} | {:.0} | {:.2} | {} | {:.3} | {:.1} | {} |\n",
+            "| {} | {} | {:.0} ({:.0}–{:.0}) | {:.0} | {:.0} | {:.2} | {} | {:.3} | {:.0} | {:.1} | {} |\n",
             r.workload,
             if r.picked_by_auto {
                 format!("{} (auto)", r.strategy.name())
@@ -337,6 +345,7 @@ pub fn markdown(rows: &[GenerationBenchRow]) -> String {
             r.time_to_first_token_ms.median,
             r.dispatches_per_token,
             r.submits_per_token,
+            r.record_microseconds_per_token.median,
             r.speedup_vs_unfused.unwrap_or(0.0),
             if r.ids_equal_across_strategies {
                 "yes"

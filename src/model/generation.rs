@@ -152,6 +152,10 @@ pub struct TokenGeneration {
     pub decode_steps: u64,
     /// Prompt tokens whose KV rows were kept from the previous generation (`reuse_prefix`).
     pub reused_prompt_tokens: u32,
+    /// Host seconds spent recording and submitting the decode steps (fused: the chunks after
+    /// the first token). When it nears `decode_seconds`, decode is bound by the host's
+    /// command recording, not by the GPU.
+    pub record_seconds: f64,
 }
 
 fn stop_hit(p: &SamplerParams, id: u32) -> bool {
@@ -212,6 +216,7 @@ impl Progress {
                 submits: 0,
                 decode_steps: 0,
                 reused_prompt_tokens: 0,
+                record_seconds: 0.0,
             },
             start,
             decode_start: start,
@@ -509,8 +514,9 @@ impl GpuModel {
             self.prefill.record_body(&mut pass, n - last)?;
             fused.choice.record(&mut pass, sampling);
         }
-        let read = StagedRead::copy(
+        let read = StagedRead::copy_pooled(
             &ctx.device,
+            &self.staging,
             &mut enc,
             &self.acts.tokens,
             u64::from(n) * 4,
@@ -534,6 +540,7 @@ impl GpuModel {
             while pending.is_empty() && recorded < req.max_tokens {
                 let steps = next_chunk.min(req.max_tokens - recorded);
                 next_chunk = (next_chunk * 2).min(chunk);
+                let record_start = now_seconds();
                 let mut enc = Self::encoder(ctx);
                 {
                     let mut pass = enc.begin_compute_pass(&Default::default());
@@ -543,14 +550,16 @@ impl GpuModel {
                         fused.choice.record(&mut pass, sampling);
                     }
                 }
-                let read = StagedRead::copy(
+                let read = StagedRead::copy_pooled(
                     &ctx.device,
+                    &self.staging,
                     &mut enc,
                     &self.acts.tokens,
                     u64::from(n + recorded) * 4,
                     u64::from(steps) * 4,
                 );
                 pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), steps));
+                prog.out.record_seconds += now_seconds() - record_start;
                 prog.out.submits += 1;
                 prog.out.dispatches += per_step * u64::from(steps);
                 prog.out.decode_steps += u64::from(steps);
@@ -708,6 +717,7 @@ impl GpuModel {
         let vocab_bytes = u64::from(self.config.vocab_size) * 4;
         for i in 0..req.max_tokens {
             let ctx = &self.ctx;
+            let record_start = now_seconds();
             if i > 0 {
                 // The token chosen on the host goes back to the GPU: id and position.
                 let pos = n + i - 1;
@@ -733,6 +743,9 @@ impl GpuModel {
             }
             let read = StagedRead::copy(&ctx.device, &mut enc, &self.acts.logits, 0, vocab_bytes);
             let read = read.submitted(ctx.queue.submit([enc.finish()]));
+            if i > 0 {
+                prog.out.record_seconds += now_seconds() - record_start;
+            }
             prog.out.submits += 1;
             prog.out.dispatches += u64::from(if i == 0 {
                 self.prefill.dispatches()

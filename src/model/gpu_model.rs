@@ -83,6 +83,8 @@ pub struct GpuModel {
     pub(super) grid_workgroups: Option<u32>,
     /// What the grid megakernel's occupancy discovery measured (on its first use).
     pub(super) grid_discovered: Option<u32>,
+    /// Staging buffers for the fused strategy's token readbacks, reused across chunks.
+    pub(super) staging: crate::gpu::StagingPool,
 }
 
 /// GPU memory a loaded model holds, in bytes.
@@ -269,6 +271,7 @@ impl GpuModel {
             calibrated: None,
             grid_workgroups: None,
             grid_discovered: None,
+            staging: crate::gpu::StagingPool::default(),
         })
     }
 

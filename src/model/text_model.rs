@@ -69,6 +69,10 @@ pub struct GenerateTimings {
     pub prompt_tokens_per_second: f64,
     /// Tokens after the first, per second of `decodeSeconds`.
     pub decode_tokens_per_second: f64,
+    /// Host time spent recording and submitting the decode steps' GPU commands (s; fused:
+    /// the chunks after the first token). Near `decodeSeconds`, decode is bound by command
+    /// recording on the CPU, not by the GPU.
+    pub record_seconds: f64,
 }
 
 /// The result of one generation.
@@ -293,6 +297,7 @@ impl TextModel {
                     generation.tokens.len().saturating_sub(1),
                     generation.decode_seconds,
                 ),
+                record_seconds: generation.record_seconds,
             },
             prompt_tokens,
             tokens: generation.tokens,

@@ -14,7 +14,7 @@
 use super::{Env, Fitness, Policy, PopulationSpec};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
-use crate::gpu::StagedRead;
+use crate::gpu::{StagedRead, StagingPool};
 use crate::kernels::{compose, grid, max_groups, Bound, Pipeline, Slot};
 use crate::shaders;
 use serde::{Deserialize, Serialize};
@@ -64,6 +64,8 @@ struct Buffers {
     /// the unfused first step) and `first` = 0 (the other steps).
     uniform_first: wgpu::Buffer,
     uniform_rest: wgpu::Buffer,
+    /// Staging buffers for the fitness readback, reused across calls.
+    staging: StagingPool,
     /// The bind groups over these buffers, made once.
     calls: Calls,
 }
@@ -207,6 +209,7 @@ const ACTION_SCALE: f32 = {scale:?};
                 state,
                 uniform_first,
                 uniform_rest,
+                staging: StagingPool::default(),
                 calls,
             },
         })
@@ -307,7 +310,14 @@ const ACTION_SCALE: f32 = {scale:?};
         // The fitness copy rides in the same submission as the work (one submit, one map).
         // Nothing awaits between the parameters' write and this submission, so calls that
         // overlap on one thread cannot interleave their use of the shared buffers.
-        let read = StagedRead::copy(device, &mut encoder, out, 0, out_bytes);
+        let read = StagedRead::copy_pooled(
+            device,
+            &self.buffers.staging,
+            &mut encoder,
+            out,
+            0,
+            out_bytes,
+        );
         let index = ctx.queue.submit([encoder.finish()]);
         let raw = read.submitted(index).read(device).await?;
         let words: &[u32] = bytemuck::cast_slice(&raw);

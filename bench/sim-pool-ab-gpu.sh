@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The simulation benchmark's browser-path tax with and without pooled staging buffers for the
+# fitness readback, one lease: native `fuselm sim-bench` (this build), then `simBench()` through
+# the npm package on Dawn in Node for the build before the pool (.bench-carry/dist-x2) and this
+# one (dist), full grid. One call: carry .gl, dist, .bench-carry/dist-x2, .bench-carry/dawn and
+# .bench-carry/bin (fuselm-final.xz). Results: $OUT/sim-bench-{native,dawn-old,dawn-new}.json and
+# the two tax tables.
+set -euo pipefail
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
+xz -dc .bench-carry/bin/fuselm-final.xz > /root/fuselm; chmod +x /root/fuselm
+D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
+tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+RUNS=${RUNS:-5}
+/root/fuselm sim-bench --runs $RUNS --out "$OUT/sim-bench-native.json" 2>/dev/null
+DIST=.bench-carry/dist-x2 RUNS=$RUNS $D/node bench/sim-dawn.mjs $D/package "$OUT/sim-bench-dawn-old.json" > /dev/null
+RUNS=$RUNS $D/node bench/sim-dawn.mjs $D/package "$OUT/sim-bench-dawn-new.json" > /dev/null
+# Diagnosis only (browsers always keep robustness on): this build without Dawn's bounds clamping.
+DAWN_ENABLE=disable_robustness RUNS=$RUNS $D/node bench/sim-dawn.mjs $D/package "$OUT/sim-bench-dawn-new-norobust.json" > /dev/null
+for v in old new new-norobust; do
+  echo "== Dawn build: $v"
+  python3 bench/sim-tax.py "$OUT/sim-bench-native.json" "$OUT/sim-bench-dawn-$v.json" | tee "$OUT/sim-browser-tax-$v.txt"
+done
