@@ -157,6 +157,59 @@ gpu_test!(
     gpu_matches_cpu_reference
 );
 
+/// Every call evaluates its own parameters: the upload buffer reused across calls (or the
+/// fallback when it is away) never hands a call the previous call's parameters.
+async fn calls_see_their_own_parameters() {
+    let ctx = GpuContext::new().await.expect("gpu");
+    let spec = PopulationSpec {
+        env: Env::Pendulum,
+        policy: Policy::Mlp { hidden: 8 },
+        population: 64,
+        episode_length: 50,
+        seed: 3,
+    };
+    let n = (spec.population * spec.parameters()) as usize;
+    let (a, b) = (params(n, 1, 1.0), params(n, 2, 1.0));
+    let (cpu_a, cpu_b) = (
+        evaluate_cpu(&spec, &a).expect("cpu"),
+        evaluate_cpu(&spec, &b).expect("cpu"),
+    );
+    assert_ne!(cpu_a, cpu_b);
+    let eval = PopulationEvaluator::new(&ctx, &spec)
+        .await
+        .expect("compile");
+    let mut first: Vec<Vec<_>> = Vec::new();
+    for (round, strategy) in [SimStrategy::Fused, SimStrategy::Unfused, SimStrategy::Fused]
+        .into_iter()
+        .enumerate()
+    {
+        for (name, p, cpu) in [("a", &a, &cpu_a), ("b", &b, &cpu_b)] {
+            let got = eval
+                .evaluate(&ctx, p, spec.seed, strategy)
+                .await
+                .expect("evaluate");
+            let (same, ..) = agreement(cpu, &got);
+            assert!(
+                same >= 0.95,
+                "round {round} {name}: {same} of members agree"
+            );
+            if round == 0 {
+                first.push(got);
+            } else if strategy == SimStrategy::Fused {
+                let i = usize::from(name == "b");
+                assert_eq!(
+                    got, first[i],
+                    "round {round} {name}: not the first call's result"
+                );
+            }
+        }
+    }
+}
+gpu_test!(
+    every_call_evaluates_its_own_parameters,
+    calls_see_their_own_parameters
+);
+
 /// Bad input gets a typed error and leaves the evaluator usable.
 async fn bad_input_is_refused() {
     let ctx = GpuContext::new().await.expect("gpu");

@@ -66,6 +66,13 @@ struct Buffers {
     uniform_rest: wgpu::Buffer,
     /// Staging buffers for the fitness readback, reused across calls.
     staging: StagingPool,
+    /// The parameters' upload buffer (MAP_WRITE), mapped while it sits here: a call takes it,
+    /// writes the parameters into it, unmaps it and copies it into `params` with its work,
+    /// then maps it again; the map's completion puts it back. A call that finds it away (an
+    /// overlapping call, or a map not completed yet) uploads with `write_buffer` instead.
+    /// Through Dawn `write_buffer` moved 6.5 MB (Acrobot, 10,000 members) at ~3 GB/s, most of
+    /// a generation (bench/NOTES.md).
+    upload: std::sync::Arc<std::sync::Mutex<Option<wgpu::Buffer>>>,
     /// The bind groups over these buffers, made once.
     calls: Calls,
 }
@@ -180,6 +187,12 @@ const ACTION_SCALE: f32 = {scale:?};
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let upload = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("sim params upload"),
+            size: params.size(),
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        });
         let stride = u64::from(spec.env.state_len() + 4 + spec.policy.recurrent_len());
         let uniform = |label| {
             ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -199,6 +212,10 @@ const ACTION_SCALE: f32 = {scale:?};
             step_first: step.bind_plain(ctx, &[&uniform_first, &params, &state])?,
             step_rest: step.bind_plain(ctx, &[&uniform_rest, &params, &state])?,
         };
+        // One code path for both targets: natively the map callback must be Send; on wasm32
+        // (one thread, no atomics) wgpu's handles are not Send, and the Arc/Mutex cost nothing.
+        #[allow(clippy::arc_with_non_send_sync)]
+        let upload = std::sync::Arc::new(std::sync::Mutex::new(Some(upload)));
         Ok(Self {
             spec: spec.clone(),
             prelude: prelude.clone(),
@@ -207,6 +224,7 @@ const ACTION_SCALE: f32 = {scale:?};
                 params,
                 fitness,
                 state,
+                upload,
                 uniform_first,
                 uniform_rest,
                 staging: StagingPool::default(),
@@ -272,8 +290,23 @@ const ACTION_SCALE: f32 = {scale:?};
         self.spec.check_params(params)?;
         let device = &ctx.device;
         let pop = u64::from(self.spec.population);
-        ctx.queue
-            .write_buffer(&self.buffers.params, 0, bytemuck::cast_slice(params));
+        let bytes: &[u8] = bytemuck::cast_slice(params);
+        let upload = self.buffers.upload.lock().ok().and_then(|mut u| u.take());
+        let mut encoder = device.create_command_encoder(&Default::default());
+        match &upload {
+            Some(buffer) => {
+                write_mapped(buffer, bytes)?;
+                buffer.unmap();
+                encoder.copy_buffer_to_buffer(
+                    buffer,
+                    0,
+                    &self.buffers.params,
+                    0,
+                    bytes.len() as u64,
+                );
+            }
+            None => ctx.queue.write_buffer(&self.buffers.params, 0, bytes),
+        }
         let (x, y) = grid(pop.div_ceil(u64::from(WORKGROUP)), max_groups(ctx))?;
         let groups = [x, y, 1];
         let rastrigin = matches!(self.spec.env, Env::Rastrigin { .. });
@@ -290,7 +323,6 @@ const ACTION_SCALE: f32 = {scale:?};
             };
             ctx.queue.write_buffer(uniform, 0, bytemuck::bytes_of(&p));
         }
-        let mut encoder = device.create_command_encoder(&Default::default());
         let (out, out_bytes, stride) = if strategy == SimStrategy::Fused || rastrigin {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             calls.fused.dispatch(&mut pass, groups);
@@ -319,6 +351,18 @@ const ACTION_SCALE: f32 = {scale:?};
             out_bytes,
         );
         let index = ctx.queue.submit([encoder.finish()]);
+        if let Some(buffer) = upload {
+            // Mapped again once this submission has copied it; then it is ready for the next call.
+            let slot = self.buffers.upload.clone();
+            let back = buffer.clone();
+            buffer.map_async(wgpu::MapMode::Write, .., move |r| {
+                if r.is_ok() {
+                    if let Ok(mut u) = slot.lock() {
+                        *u = Some(back);
+                    }
+                }
+            });
+        }
         let raw = read.submitted(index).read(device).await?;
         let words: &[u32] = bytemuck::cast_slice(&raw);
         let bk = self.spec.env.state_len() as usize; // the unfused state's bookkeeping
@@ -349,4 +393,25 @@ pub(crate) fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     })
+}
+
+/// Writes `bytes` at the start of a buffer mapped for writing.
+fn write_mapped(buffer: &wgpu::Buffer, bytes: &[u8]) -> Result<()> {
+    let map_err = |e: wgpu::MapRangeError| FuselmError::Gpu(format!("params upload: {e}"));
+    #[cfg(target_arch = "wasm32")]
+    {
+        // One copy from wasm memory into the mapped ArrayBuffer. (A write view would first copy
+        // into a temporary buffer on the wasm heap, then into the mapping when dropped.) The
+        // range a browser's getMappedRange returns for a buffer mapped for writing is writable.
+        let view = buffer
+            .get_mapped_range(..bytes.len() as u64)
+            .map_err(map_err)?;
+        view.as_uint8array().copy_from(bytes);
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    buffer
+        .get_mapped_range_mut(..bytes.len() as u64)
+        .map_err(map_err)?
+        .copy_from_slice(bytes);
+    Ok(())
 }
