@@ -83,8 +83,8 @@ class LocalSimulation implements Simulation {
     try {
       const raw = await this.#live().evaluate(floats(params, "params"), options);
       return {
-        totalReward: Float32Array.from(raw.totalReward),
-        steps: Uint32Array.from(raw.steps),
+        totalReward: raw.totalReward,
+        steps: raw.steps,
         strategy: raw.strategy,
         dispatches: raw.dispatches,
         elapsedMs: raw.elapsedMs,

@@ -51,12 +51,18 @@ pub struct EvaluateOptions {
     pub strategy: Option<SimStrategy>,
 }
 
-/// Every member's fitness (the raw form; the npm package returns typed arrays).
+/// Every member's fitness (the raw form). The arrays cross into JS as typed arrays in one copy
+/// each: as plain arrays (one JS number per member) they cost ~1 ms per call at 10,000 members
+/// through Dawn in Node, about as much as the generation itself (bench/NOTES.md).
 #[derive(Debug, Clone, Serialize, Deserialize, tsify::Tsify)]
 #[serde(rename_all = "camelCase")]
 pub struct RawPopulationResult {
-    pub total_reward: Vec<f32>,
-    pub steps: Vec<u32>,
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    #[tsify(type = "Float32Array")]
+    pub total_reward: js_sys::Float32Array,
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    #[tsify(type = "Uint32Array")]
+    pub steps: js_sys::Uint32Array,
     pub strategy: SimStrategy,
     pub dispatches: u32,
     /// Wall time of the call (upload, GPU work, readback), in milliseconds.
@@ -197,8 +203,12 @@ impl Simulation {
                 .await
                 .map_err(to_js_error)?;
             let result = RawPopulationResult {
-                total_reward: fitness.iter().map(|f| f.total_reward).collect(),
-                steps: fitness.iter().map(|f| f.steps).collect(),
+                total_reward: js_sys::Float32Array::from(
+                    &fitness.iter().map(|f| f.total_reward).collect::<Vec<_>>()[..],
+                ),
+                steps: js_sys::Uint32Array::from(
+                    &fitness.iter().map(|f| f.steps).collect::<Vec<_>>()[..],
+                ),
                 strategy,
                 dispatches: state.eval.dispatches(strategy),
                 elapsed_ms: (crate::clock::now_seconds() - t0) * 1e3,
