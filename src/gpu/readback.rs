@@ -98,11 +98,15 @@ pub struct StagingPool {
 const POOL_MAX: usize = 4;
 
 impl StagingPool {
-    /// A free buffer of at least `size` bytes, else a new one of `size` rounded up to a power
-    /// of two (at least 256 bytes), so reads of nearby sizes share buffers.
+    /// The smallest free buffer of at least `size` bytes, else a new one of `size` rounded up to
+    /// a power of two (at least 256 bytes), so reads of nearby sizes share buffers.
     fn take(&self, device: &wgpu::Device, size: u64) -> wgpu::Buffer {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = free.iter().position(|b| b.size() >= size) {
+        // The smallest that fits, so small reads leave large buffers to large reads.
+        let fit = (0..free.len())
+            .filter(|&i| free[i].size() >= size)
+            .min_by_key(|&i| free[i].size());
+        if let Some(i) = fit {
             return free.swap_remove(i);
         }
         drop(free);

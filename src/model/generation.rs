@@ -741,7 +741,15 @@ impl GpuModel {
                     self.decode.record(&mut pass, 1)?;
                 }
             }
-            let read = StagedRead::copy(&ctx.device, &mut enc, &self.acts.logits, 0, vocab_bytes);
+            // One staging buffer reused across tokens, as any careful pipeline would.
+            let read = StagedRead::copy_pooled(
+                &ctx.device,
+                &self.staging,
+                &mut enc,
+                &self.acts.logits,
+                0,
+                vocab_bytes,
+            );
             let read = read.submitted(ctx.queue.submit([enc.finish()]));
             if i > 0 {
                 prog.out.record_seconds += now_seconds() - record_start;
