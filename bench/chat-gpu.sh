@@ -5,12 +5,8 @@
 # .bench-carry/smollm2.part00), PART=2 (.bench-carry/smollm2.part01), then PART=3 (carry .gl, dist,
 # .bench-carry/bin with chat_ttft.xz, .bench-carry/dawn).
 set -euo pipefail
-if [ "${PART:-3}" = 2 ]; then
-  mkdir -p /root/fuselm-model; cp .bench-carry/smollm2.part01 /root/fuselm-model/; exit 0
-fi
 source bench/gpu-model.sh
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/dawn-unpack.sh
 xz -dc .bench-carry/bin/chat_ttft.xz > $D/chat_ttft; chmod +x $D/chat_ttft
 $D/chat_ttft $M "${RUNS:-5}" "$OUT/chat-ttft-native.json"
 RUNS=${RUNS:-5} $D/node bench/dawn-bench.mjs $D/package $M "$OUT/bench-dawn.json"

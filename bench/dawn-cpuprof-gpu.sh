@@ -5,12 +5,8 @@
 # (carry .gl, .bench-carry/dist-prof — dist/ with the wasm from wasm-pack before wasm-opt, so its
 # functions keep their names — and .bench-carry/dawn).
 set -euo pipefail
-if [ "${PART:-3}" = 2 ]; then
-  mkdir -p /root/fuselm-model; cp .bench-carry/smollm2.part01 /root/fuselm-model/; exit 0
-fi
 source bench/gpu-model.sh
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/dawn-unpack.sh
 $D/node bench/dawn-calls.mjs $D/package "$OUT/dawn-calls.json"
 P=/tmp/fused-decode.cpuprofile
 $D/node bench/dawn-cpuprof.mjs $D/package $M .bench-carry/dist-prof $P

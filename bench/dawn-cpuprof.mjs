@@ -1,15 +1,12 @@
 // Where the host's time goes when the npm package decodes through Dawn in Node: a V8 CPU profile
 // of fused generations (the inspector's sampling profiler, 50 µs, around the generations only),
-// summarised by self time per function and
-// per layer (wasm, the wasm-bindgen glue, Dawn's native calls, GC). Build the package without
+// summarised by self time per function and per layer (wasm, the wasm-bindgen glue, Dawn's native calls, GC). Build the package without
 // wasm-opt for this, so wasm functions keep their names.
 // Usage: node bench/dawn-cpuprof.mjs DAWN_DIR MODEL DIST [OUT.cpuprofile]  (without a profile
 //        path: the fused decode figures only, RUNS generations, default 5)
 //        node bench/dawn-cpuprof.mjs --summarise PROFILE.cpuprofile [OUT.json]
 import { openAsBlob, readFileSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { loadFuselm, startProfiler } from "./dawn-env.mjs";
 
 if (process.argv[2] === "--summarise") {
   const prof = JSON.parse(readFileSync(process.argv[3], "utf8"));
@@ -37,32 +34,16 @@ if (process.argv[2] === "--summarise") {
 }
 
 const [dawnDir, modelPath, distDir, profilePath] = process.argv.slice(2);
-const { create, globals } = await import(pathToFileURL(join(resolve(dawnDir), "index.js")).href);
-Object.assign(globalThis, globals);
-globalThis.Window ??= class Window {};
-globalThis.navigator ??= {};
-Object.defineProperty(globalThis.navigator, "gpu", { value: create([]), configurable: true });
-const dist = resolve(distDir);
-const fuselm = await import(pathToFileURL(join(dist, "index.js")).href);
-await fuselm.init(readFileSync(join(dist, "wasm", "fuselm_bg.wasm")));
+const fuselm = await loadFuselm(dawnDir, distDir);
 const model = await fuselm.loadModel(await openAsBlob(modelPath), { nCtx: 1152 });
 const options = { maxTokens: 128, strategy: "fused" };
 const prompt = "Once upon a time, there was a little robot who";
 await model.generate(prompt, options).result(); // warm-up
-const session = profilePath ? new Session() : null;
-if (session) {
-  session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.setSamplingInterval", { interval: 50 });
-  await session.post("Profiler.start");
-}
+const stopProfiler = profilePath ? await startProfiler(profilePath) : null;
 for (let i = 0; i < Number(process.env.RUNS ?? 5); i++) {
   const r = await model.generate(prompt, options).result();
   const t = r.timings;
   console.log(`${distDir}: fused ${t.decodeTokensPerSecond.toFixed(1)} tok/s, host record ${(t.recordSeconds * 1e6 / (r.tokens.length - 1)).toFixed(0)} µs/token`);
 }
-if (session) {
-  const { profile } = await session.post("Profiler.stop");
-  writeFileSync(profilePath, JSON.stringify(profile));
-}
+await stopProfiler?.();
 await model.dispose();

@@ -6,12 +6,8 @@
 # and dawn-linux-x64.tar.xz, the `webgpu` package's index.js, package.json and dist/linux-x64).
 # PART=3 also works right after bench/final-gpu.sh in the same lease (the model is in place).
 set -euo pipefail
-if [ "${PART:-3}" = 2 ]; then
-  mkdir -p /root/fuselm-model; cp .bench-carry/smollm2.part01 /root/fuselm-model/; exit 0
-fi
 source bench/gpu-model.sh
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/dawn-unpack.sh
 xz -dc .bench-carry/bin/fuselm-final.xz > $D/fuselm; chmod +x $D/fuselm
 # The Node test of the package (tests/node), on the real model streamed from disk.
 FUSELM_DAWN_DIR=$D/package FUSELM_NODE_MODEL=$M $D/node --test tests/node/ 2>&1 | tee "$OUT/node-test.txt" | grep -E "^(not )?ok|^# (dawn|tests|pass|fail|skipped)" || true

@@ -6,12 +6,8 @@
 # .bench-carry/smollm2.part00), PART=2 (.bench-carry/smollm2.part01), then PART=3 (carry .gl, dist,
 # .bench-carry/bin with fuselm-final.xz, .bench-carry/dawn).
 set -euo pipefail
-if [ "${PART:-3}" = 2 ]; then
-  mkdir -p /root/fuselm-model; cp .bench-carry/smollm2.part01 /root/fuselm-model/; exit 0
-fi
 source bench/gpu-model.sh
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/dawn-unpack.sh
 xz -dc .bench-carry/bin/fuselm-final.xz > $D/fuselm; chmod +x $D/fuselm
 $D/node bench/dawn-calls.mjs $D/package "$OUT/dawn-calls.json"
 RUNS=${RUNS:-3} SKIP_CHAT=1 $D/node bench/dawn-bench.mjs $D/package $M "$OUT/bench-dawn.json"

@@ -5,12 +5,8 @@
 # .bench-carry/dist-prof (dist/ with the wasm before wasm-opt, names kept), .bench-carry/dawn and
 # .bench-carry/bin (fuselm-final.xz).
 set -euo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/gpu-vulkan.sh
+source bench/dawn-unpack.sh
 xz -dc .bench-carry/bin/fuselm-final.xz > $D/fuselm; chmod +x $D/fuselm
 for cfg in pendulum:1000 acrobot:10000; do
   env=${cfg%%:*}; pop=${cfg##*:}

@@ -3,20 +3,10 @@
 // `Simulation.evaluate` calls, summarised like bench/dawn-cpuprof.mjs; plus the same loop timed
 // without the profiler. Usage: node bench/dawn-sim-cpuprof.mjs DAWN_DIR DIST OUT.cpuprofile
 // (env: ENV=pendulum, POPULATION=1000, EPISODE=200, CALLS=300)
-import { readFileSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { loadFuselm, startProfiler } from "./dawn-env.mjs";
 
 const [dawnDir, distDir, profilePath] = process.argv.slice(2);
-const { create, globals } = await import(pathToFileURL(join(resolve(dawnDir), "index.js")).href);
-Object.assign(globalThis, globals);
-globalThis.Window ??= class Window {};
-globalThis.navigator ??= {};
-Object.defineProperty(globalThis.navigator, "gpu", { value: create([]), configurable: true });
-const dist = resolve(distDir);
-const fuselm = await import(pathToFileURL(join(dist, "index.js")).href);
-await fuselm.init(readFileSync(join(dist, "wasm", "fuselm_bg.wasm")));
+const fuselm = await loadFuselm(dawnDir, distDir);
 const sim = await fuselm.createSimulation({
   env: { name: process.env.ENV ?? "pendulum" },
   policy: { kind: "mlp", hidden: 16 },
@@ -41,12 +31,7 @@ const timed = async (label) => {
 };
 await timed("warm-up");
 await timed("plain");
-const session = new Session();
-session.connect();
-await session.post("Profiler.enable");
-await session.post("Profiler.setSamplingInterval", { interval: 50 });
-await session.post("Profiler.start");
+const stopProfiler = await startProfiler(profilePath);
 await timed("profiled");
-const { profile } = await session.post("Profiler.stop");
-writeFileSync(profilePath, JSON.stringify(profile));
+await stopProfiler();
 sim.free();

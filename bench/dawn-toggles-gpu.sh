@@ -4,8 +4,7 @@
 # Model in two calls as bench/dawn-gpu.sh (PART=1, PART=2), then this call with .gl, dist and
 # .bench-carry/dawn. Example: bench/dawn-toggles-gpu.sh "" disable_robustness
 source bench/gpu-model.sh
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/dawn-unpack.sh
 for round in 1 2; do
   for toggles in "$@"; do
     DAWN_ENABLE=$toggles PROFILE_ONLY=1 $D/node bench/dawn-bench.mjs $D/package $M /dev/null

@@ -7,9 +7,7 @@
 # .bench-carry/new (fuselm-new.xz). JSON files come back as $OUT/formats.tar.xz.
 #   bench/formats-gpu.sh Q4_1 Q8_0 Q4_K Q6_K BF16 F16
 set -euo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
+source bench/gpu-vulkan.sh
 xz -dc .bench-carry/new/fuselm-new.xz > /root/fuselm; chmod +x /root/fuselm
 mkdir -p /root/formats
 for t in "$@"; do

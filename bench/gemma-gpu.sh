@@ -7,10 +7,7 @@
 # The model travels in five calls (bench/gemma-model.sh: PART=0..3, then this script with
 # .bench-carry/gemma/gemma.part04, .bench-carry/gemma-bin and .gl).
 source bench/gemma-model.sh
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
+source bench/gpu-vulkan.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 mkdir -p /root/bin
 for x in .bench-carry/gemma-bin/*.xz; do n=$(basename "$x" .xz); xz -dc "$x" > /root/bin/$n; chmod +x /root/bin/$n; done

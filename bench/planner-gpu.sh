@@ -6,12 +6,8 @@
 # (fuselm-final.xz: target/release/fuselm) and .bench-carry/dawn (node.xz, dawn-linux-x64.tar.xz:
 # see bench/dawn-gpu.sh). Writes $OUT/toy-native.json, $OUT/bench-dawn-toy.json, $OUT/calibrate.txt.
 set -euo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/gpu-vulkan.sh
+source bench/dawn-unpack.sh
 xz -dc .bench-carry/bin/fuselm-final.xz > $D/fuselm; chmod +x $D/fuselm
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 $D/fuselm bench --toy --runs "${RUNS:-5}" --out "$OUT/toy-native.json" 2>&1 | tail -n 40

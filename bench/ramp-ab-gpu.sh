@@ -5,12 +5,8 @@
 # (.bench-carry/smollm2.part01), then PART=3 (carry .gl, .bench-carry/dist-x2, .bench-carry/dist-x15,
 # .bench-carry/bin with fuselm-x2.xz and fuselm-final.xz, .bench-carry/dawn).
 set -euo pipefail
-if [ "${PART:-3}" = 2 ]; then
-  mkdir -p /root/fuselm-model; cp .bench-carry/smollm2.part01 /root/fuselm-model/; exit 0
-fi
 source bench/gpu-model.sh
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/dawn-unpack.sh
 for b in x2 final; do xz -dc .bench-carry/bin/fuselm-$b.xz > $D/fuselm-$b; chmod +x $D/fuselm-$b; done
 for round in 1 2; do
   for v in x2 x15; do

@@ -6,13 +6,10 @@
 # dawn-linux-x64.tar.xz) and .bench-carry/sim (fuselm.xz, release, built here).
 # Results: $OUT/sim-bench-native.json, $OUT/sim-bench-dawn.json, $OUT/sim-browser-tax.txt.
 set -euo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
+source bench/gpu-vulkan.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 xz -dc .bench-carry/sim/fuselm.xz > /root/fuselm; chmod +x /root/fuselm
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/dawn-unpack.sh
 RUNS=${RUNS:-5}
 /root/fuselm sim-bench --runs $RUNS --out "$OUT/sim-bench-native.json" 2>/dev/null
 RUNS=$RUNS $D/node bench/sim-dawn.mjs $D/package "$OUT/sim-bench-dawn.json" > /dev/null

@@ -5,9 +5,7 @@
 # episode) and the JAX peer (bench/peers/sim_jax.py: jitted lax.scan of a vmap) on the same GPU. Carry .gl and .bench-carry/sim (fuselm.xz, built here). Results:
 # $OUT/sim-bench-native.json, $OUT/sim-torch.jsonl, $OUT/sim-jax.jsonl.
 set -euo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
+source bench/gpu-vulkan.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 xz -dc .bench-carry/sim/fuselm.xz > /root/fuselm; chmod +x /root/fuselm
 /root/fuselm sim-bench --runs "${RUNS:-5}" --out "$OUT/sim-bench-native.json" 2>&1 | tail -30

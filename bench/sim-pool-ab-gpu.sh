@@ -7,12 +7,9 @@
 # [.bench-carry/dist-pool], .bench-carry/dawn and .bench-carry/bin (fuselm-final.xz).
 # Results: $OUT/sim-bench-native.json, $OUT/sim-bench-dawn-*.json and the tax tables.
 set -euo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-f=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if [ -f $f ]; then export VK_DRIVER_FILES=$f; fi
+source bench/gpu-vulkan.sh
 xz -dc .bench-carry/bin/fuselm-final.xz > /root/fuselm; chmod +x /root/fuselm
-D=/root/dawn; mkdir -p $D; xz -dc .bench-carry/dawn/node.xz > $D/node; chmod +x $D/node
-tar xJf .bench-carry/dawn/dawn-linux-x64.tar.xz -C $D
+source bench/dawn-unpack.sh
 RUNS=${RUNS:-5}
 /root/fuselm sim-bench --runs $RUNS --out "$OUT/sim-bench-native.json" 2>/dev/null
 DIST=.bench-carry/dist-x2 RUNS=$RUNS $D/node bench/sim-dawn.mjs $D/package "$OUT/sim-bench-dawn-old.json" > /dev/null

@@ -14,27 +14,12 @@ pub async fn read_buffer(
     offset: u64,
     size: u64,
 ) -> Result<Vec<u8>> {
-    let staging = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("fuselm readback"),
-        size,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
     let mut encoder = device.create_command_encoder(&Default::default());
-    encoder.copy_buffer_to_buffer(src, offset, &staging, 0, size);
-    queue.submit([encoder.finish()]);
-    let mapped = map_read(device, &staging).await;
-    let bytes = mapped.and_then(|()| {
-        let bytes = staging
-            .get_mapped_range(..)
-            .map_err(|e| FuselmError::Gpu(format!("readback: {e}")))?
-            .to_vec();
-        staging.unmap();
-        Ok(bytes)
-    });
-    // Freed now, not when a browser's garbage collector gets to the JS object.
-    staging.destroy();
-    bytes
+    let read = StagedRead::copy(device, &mut encoder, src, offset, size);
+    let index = queue.submit([encoder.finish()]);
+    // The staging buffer is destroyed when the read drops: freed now, not when a browser's
+    // garbage collector gets to the JS object.
+    read.submitted(index).read(device).await
 }
 
 /// Maps a MAP_READ buffer and waits until the map completes (or fails).
@@ -187,14 +172,7 @@ impl StagedRead {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        encoder.copy_buffer_to_buffer(src, offset, &staging, 0, size);
-        Self {
-            staging: Some(staging),
-            size,
-            submission: None,
-            pool: None,
-            done: false,
-        }
+        Self::recorded(encoder, src, offset, size, staging, None)
     }
 
     /// [`StagedRead::copy`] into a buffer taken from `pool` (returned there after the read).
@@ -207,12 +185,24 @@ impl StagedRead {
         size: u64,
     ) -> Self {
         let staging = pool.take(device, size.max(4));
+        Self::recorded(encoder, src, offset, size, staging, Some(pool.clone()))
+    }
+
+    /// Records the copy into `staging` and wraps it.
+    fn recorded(
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+        staging: wgpu::Buffer,
+        pool: Option<StagingPool>,
+    ) -> Self {
         encoder.copy_buffer_to_buffer(src, offset, &staging, 0, size);
         Self {
             staging: Some(staging),
             size,
             submission: None,
-            pool: Some(pool.clone()),
+            pool,
             done: false,
         }
     }
@@ -233,12 +223,13 @@ impl StagedRead {
         // A pooled buffer may be larger than this read: map and copy only what was written.
         let range = 0..self.size.max(4);
         map_read_range_after(device, staging, range.clone(), submission).await?;
-        let bytes = staging
+        let mut bytes = staging
             .get_mapped_range(range)
             .map_err(|e| FuselmError::Gpu(format!("readback: {e}")))?
             .to_vec();
         staging.unmap();
         self.done = true;
-        Ok(bytes[..self.size as usize].to_vec())
+        bytes.truncate(self.size as usize); // a zero-byte read mapped 4 bytes
+        Ok(bytes)
     }
 }
