@@ -27,7 +27,7 @@ const fuselm = await import(pathToFileURL(join(dist, "index.js")).href);
 await fuselm.init(readFileSync(join(dist, "wasm", "fuselm_bg.wasm")));
 const report = await fuselm.probe({});
 if (profileOnly) {
-  const profiled = await fuselm.bench({ profile: true, longContext: false, runs: 1 }, await openAsBlob(modelPath));
+  const profiled = await fuselm.bench({ profile: true, longContext: false, runs: 1, strategies: ["fused"] }, await openAsBlob(modelPath));
   for (const p of profiled.profile) {
     const roles = p.roles.map((r) => `${r.role.split("+")[0]}=${(r.microsecondsPerStep / r.dispatchesPerStep).toFixed(2)}`).join(" ");
     const fused = profiled.results.filter((r) => r.strategy === "fused").map((r) => Math.round(r.decodeTokensPerSecond.median));
@@ -106,7 +106,7 @@ await model.dispose();
 // The fused step's GPU time through Dawn (the package's per-role profile, timestamp queries when
 // Dawn offers them), to compare with the native profile: is the Dawn path bound by recording
 // (the GPU step as fast as natively) or by Tint's compiled kernels (the step itself slower)?
-const profiled = await fuselm.bench({ profile: true, longContext: false, runs: 1 }, await openAsBlob(modelPath));
+const profiled = await fuselm.bench({ profile: true, longContext: false, runs: 1, strategies: ["fused"] }, await openAsBlob(modelPath));
 for (const p of profiled.profile) {
   const roles = p.roles.map((r) => `${r.role.split("+")[0]}=${(r.microsecondsPerStep / r.dispatchesPerStep).toFixed(2)}`).join(" ");
   console.log(`dawn profile (${p.timer}), context ${p.context}: step ${p.stepMicroseconds.toFixed(0)} us  ${roles}`);

@@ -69,9 +69,13 @@ fn wg_max_sum(lid: u32, a: f32, b: f32) -> vec2<f32> {
 
 // The best (f32 bits, id) over the 32 lanes of `lid`'s subgroup: the largest v (NaN and id NONE
 // excluded), the lowest id on ties; (0, NONE) when no lane has a candidate.
+// -inf, as a run-time value: a WGSL const-expression must not evaluate to an infinity (Tint,
+// the browsers' compiler, rejects `-bitcast<f32>(0x7f800000u)`; Naga accepts it).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+
 fn row_best(lid: u32, v: f32, id: u32) -> vec2<u32> {
     let ok = v == v && id != 0xffffffffu;
-    let vmax = subgroupMax(select(-bitcast<f32>(0x7f800000u), v, ok));
+    let vmax = subgroupMax(select(bitcast<f32>(neg_inf_bits), v, ok));
     let bid = subgroupMin(select(0xffffffffu, id, ok && v == vmax));
     return select(vec2<u32>(bitcast<u32>(vmax), bid), vec2<u32>(0u, bid), bid == 0xffffffffu);
 }

@@ -359,3 +359,47 @@ gpu_test!(
     calibration_picks_the_fastest,
     calibration_picks_the_fastest_and_can_be_reused
 );
+
+async fn bench_runs_only_the_strategies_asked() {
+    // Invalid lists are typed errors before any work.
+    for bad in [vec![], vec![Strategy::Fused, Strategy::Fused]] {
+        let options = GenerationBenchOptions {
+            strategies: Some(bad.clone()),
+            ..Default::default()
+        };
+        let e = bench(None, &options).await.expect_err("invalid list");
+        assert_eq!(
+            e.kind(),
+            fuselm::error::ErrorKind::InvalidArgument,
+            "{bad:?}: {e}"
+        );
+    }
+    let options = GenerationBenchOptions {
+        runs: Some(1),
+        small_toy: Some(true),
+        strategies: Some(vec![Strategy::Fused, Strategy::Unfused]),
+        ..Default::default()
+    };
+    let report = bench(None, &options).await.expect("bench");
+    assert_eq!(
+        report.results.len(),
+        2 * 2 * 2,
+        "2 sizes × 2 depths × 2 strategies"
+    );
+    for pair in report.results.chunks(2) {
+        assert_eq!(pair[0].workload, pair[1].workload);
+        assert_eq!(
+            (pair[0].strategy, pair[1].strategy),
+            (Strategy::Fused, Strategy::Unfused),
+            "{}: the order asked",
+            pair[0].workload
+        );
+        assert!(pair[0].ids_equal_across_strategies, "{}", pair[0].workload);
+        assert!(pair[0].speedup_vs_unfused.is_some_and(|s| s > 0.0));
+        assert_eq!(pair[1].speedup_vs_unfused, Some(1.0));
+    }
+}
+gpu_test!(
+    bench_runs_only_the_strategies_asked_native,
+    bench_runs_only_the_strategies_asked
+);

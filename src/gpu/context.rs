@@ -63,6 +63,9 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     /// The adapter as the probe reports it (browser strings included; `is_software`).
     pub identity: crate::probe::AdapterIdentity,
+    /// Whether the device has subgroups (in a browser, asked for and checked by
+    /// `browser_subgroups`, since wgpu's WebGPU backend does not know the feature).
+    subgroups: bool,
     /// Set by the device-lost callback: why the device was lost.
     lost: Arc<Mutex<Option<String>>>,
 }
@@ -87,13 +90,18 @@ impl GpuContext {
             required_limits: adapter.limits(),
             ..Default::default()
         };
-        let (device, queue) =
-            adapter
-                .request_device(&desc)
-                .await
-                .map_err(|e| FuselmError::DeviceRequest {
-                    reason: e.to_string(),
-                })?;
+        // In a browser wgpu cannot ask for `subgroups` (browser_subgroups.rs says why).
+        #[cfg(target_arch = "wasm32")]
+        let request = super::browser_subgroups::request_device(&adapter, &desc);
+        #[cfg(not(target_arch = "wasm32"))]
+        let request = adapter.request_device(&desc);
+        let (device, queue) = request.await.map_err(|e| FuselmError::DeviceRequest {
+            reason: e.to_string(),
+        })?;
+        #[cfg(target_arch = "wasm32")]
+        let subgroups = super::browser_subgroups::has_subgroups(&device);
+        #[cfg(not(target_arch = "wasm32"))]
+        let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
         let info = adapter.get_info();
         let identity = crate::probe::identify(&info).await;
         let lost = Arc::new(Mutex::new(None));
@@ -109,6 +117,7 @@ impl GpuContext {
             queue,
             info,
             identity,
+            subgroups,
             lost,
         })
     }
@@ -127,6 +136,11 @@ impl GpuContext {
         }
     }
 
+    /// Whether the device has subgroup operations (browsers included).
+    pub fn has_subgroups(&self) -> bool {
+        self.subgroups
+    }
+
     pub fn has(&self, feature: wgpu::Features) -> bool {
         self.device.features().contains(feature)
     }
@@ -137,10 +151,10 @@ impl GpuContext {
     /// off (to compare both paths on one device).
     pub fn subgroups32(&self) -> bool {
         #[cfg(not(target_arch = "wasm32"))]
-        if std::env::var_os("FUSELM_NO_SUBGROUPS").is_some_and(|v| v != "0") {
+        if std::env::var_os("FUSELM_NO_SUBGROUPS").is_some_and(|v| !v.is_empty() && v != "0") {
             return false;
         }
-        self.has(wgpu::Features::SUBGROUP)
+        self.subgroups
             && self.info.subgroup_min_size == 32
             && self.info.subgroup_max_size == 32
     }

@@ -1,5 +1,7 @@
 //! GPU plumbing shared by every kernel: adapter/device acquisition, buffer readback, waiting.
 
+#[cfg(target_arch = "wasm32")]
+mod browser_subgroups;
 mod context;
 mod readback;
 mod sync;

@@ -11,7 +11,7 @@ use super::generation::{GenerationRequest, Strategy, DEFAULT_CHUNK_TOKENS};
 use super::gpu_model::{GpuModel, LoadOptions};
 use super::profile::StepProfile;
 use super::synthetic::{synthetic_llama, SyntheticSpec};
-use crate::error::Result;
+use crate::error::{FuselmError, Result};
 use crate::gguf::GgmlType;
 use crate::gpu::GpuContext;
 use crate::sampling::SamplingOptions;
@@ -55,6 +55,13 @@ pub struct GenerationBenchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub grid_workgroups: Option<u32>,
+    /// Which strategies to run, in this order (each at most once). Default: unfused, fused,
+    /// megakernel, then megakernel-grid with `megakernelGrid`. Speed-ups need unfused in the
+    /// list; the planner's warning compares only the strategies run. Leaving the megakernel
+    /// out saves minutes on a model like SmolLM2, where it decodes at a few tokens per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub strategies: Option<Vec<Strategy>>,
 }
 
 /// Median, min and max of a measurement.
@@ -227,29 +234,29 @@ async fn measure(
 /// How each workload is run: measured runs, fused chunk size, whether the grid megakernel
 /// joins.
 #[derive(Clone, Copy)]
-struct Settings {
+struct Settings<'a> {
     runs: u32,
     chunk: u32,
-    grid: bool,
+    strategies: &'a [Strategy],
 }
 
 async fn bench_model(
     model: &mut GpuModel,
     workloads: &[Workload],
-    set: Settings,
+    set: Settings<'_>,
     rows: &mut Vec<GenerationBenchRow>,
     notes: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Result<()> {
-    let Settings { runs, chunk, grid } = set;
+    let Settings {
+        runs,
+        chunk,
+        strategies,
+    } = set;
     let (auto, _) = model.default_strategy();
     for w in workloads {
         let mut results = Vec::new();
-        let mut strategies = vec![Strategy::Unfused, Strategy::Fused, Strategy::Megakernel];
-        if grid {
-            strategies.push(Strategy::MegakernelGrid);
-        }
-        for strategy in strategies {
+        for &strategy in strategies {
             let available = match strategy {
                 Strategy::Fused => model.fused_available(),
                 Strategy::Megakernel => model.megakernel_available().await,
@@ -357,6 +364,34 @@ pub fn markdown(rows: &[GenerationBenchRow]) -> String {
     s
 }
 
+/// The strategies `options` asks for, in order: `strategies`, else unfused, fused, megakernel
+/// (and megakernel-grid when `megakernel_grid` is set).
+fn bench_strategies(options: &GenerationBenchOptions) -> Result<Vec<Strategy>> {
+    let Some(list) = &options.strategies else {
+        let mut all = vec![Strategy::Unfused, Strategy::Fused, Strategy::Megakernel];
+        if options.megakernel_grid.unwrap_or(false) {
+            all.push(Strategy::MegakernelGrid);
+        }
+        return Ok(all);
+    };
+    if list.is_empty() {
+        return Err(FuselmError::InvalidArgument(
+            "bench: strategies must name at least one strategy".into(),
+        ));
+    }
+    let mut seen = Vec::with_capacity(list.len());
+    for &s in list {
+        if seen.contains(&s) {
+            return Err(FuselmError::InvalidArgument(format!(
+                "bench: strategy {} is listed twice",
+                s.name()
+            )));
+        }
+        seen.push(s);
+    }
+    Ok(seen)
+}
+
 /// Runs the benchmark: `model` (a GGUF file) if given, and the toy grid when asked (or when
 /// there is no model). Each model gets its own device context.
 pub async fn bench(
@@ -369,10 +404,11 @@ pub async fn bench(
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
     let mut profile = Vec::new();
+    let strategies = bench_strategies(options)?;
     let set = Settings {
         runs,
         chunk,
-        grid: options.megakernel_grid.unwrap_or(false),
+        strategies: &strategies,
     };
     if let Some(bytes) = model {
         let long = options.long_context.unwrap_or(true);

@@ -40,7 +40,14 @@ pub async fn probe_adapter(
     options: &ProbeOptions,
 ) -> Result<AdapterReport> {
     let info = adapter.get_info();
-    let features = describe::features(adapter.features(), &info);
+    #[allow(unused_mut)]
+    let mut adapter_features = adapter.features();
+    // wgpu's WebGPU backend does not know `subgroups`; the browser's adapter says.
+    #[cfg(target_arch = "wasm32")]
+    if web_info::adapter_has("subgroups").await {
+        adapter_features |= wgpu::Features::SUBGROUP;
+    }
+    let features = describe::features(adapter_features, &info);
     let limits = report::AdapterLimits::from(&adapter.limits());
     let fit = describe::fit(&limits, &features);
     let mut report = AdapterReport {

@@ -11,7 +11,8 @@ fn get(target: &JsValue, key: &str) -> Option<JsValue> {
         .filter(|v| !v.is_undefined() && !v.is_null())
 }
 
-pub async fn adapter_info() -> Option<WebAdapterInfo> {
+/// The browser's high-performance adapter (the one wgpu gets too).
+async fn browser_adapter() -> Option<JsValue> {
     let navigator = get(&js_sys::global(), "navigator")?;
     let gpu = get(&navigator, "gpu")?;
     let request: js_sys::Function = get(&gpu, "requestAdapter")?.dyn_into().ok()?;
@@ -23,7 +24,26 @@ pub async fn adapter_info() -> Option<WebAdapterInfo> {
     )
     .ok()?;
     let promise: js_sys::Promise = request.call1(&gpu, &options).ok()?.dyn_into().ok()?;
-    let adapter = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
+    wasm_bindgen_futures::JsFuture::from(promise).await.ok()
+}
+
+/// Whether the browser's adapter offers the WebGPU feature `name` (wgpu's WebGPU backend maps
+/// only some features, `subgroups` not among them).
+pub async fn adapter_has(name: &str) -> bool {
+    let Some(adapter) = browser_adapter().await else {
+        return false;
+    };
+    let Some(features) = get(&adapter, "features") else {
+        return false;
+    };
+    get(&features, "has")
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .and_then(|f| f.call1(&features, &name.into()).ok())
+        .is_some_and(|v| v.is_truthy())
+}
+
+pub async fn adapter_info() -> Option<WebAdapterInfo> {
+    let adapter = browser_adapter().await?;
     let info = get(&adapter, "info")?;
     let text = |key: &str| {
         get(&info, key)

@@ -3,7 +3,7 @@
 //! TypeScript's `bench()`), with the adapter report, date and commit.
 
 use fuselm::model::bench::{bench, GenerationBenchOptions};
-use fuselm::model::DEFAULT_CHUNK_TOKENS;
+use fuselm::model::{Strategy, DEFAULT_CHUNK_TOKENS};
 use std::error::Error;
 use std::path::PathBuf;
 
@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// The grid megakernel's workgroup count (default: the occupancy discovery's).
     #[arg(long)]
     grid_workgroups: Option<u32>,
+    /// Only these strategies, in this order (comma-separated: unfused,fused,megakernel,
+    /// megakernel-grid). Default: unfused, fused, megakernel (+ megakernel-grid with --grid).
+    #[arg(long, value_delimiter = ',')]
+    strategies: Option<Vec<String>>,
 }
 
 pub fn run(args: BenchArgs) -> Result<(), Box<dyn Error>> {
@@ -65,6 +69,11 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
         chunk_tokens: Some(args.chunk_tokens),
         megakernel_grid: Some(args.grid),
         grid_workgroups: args.grid_workgroups,
+        strategies: args
+            .strategies
+            .as_deref()
+            .map(|l| l.iter().map(|s| Strategy::parse(s)).collect())
+            .transpose()?,
     };
     let report = bench(bytes.as_deref(), &options).await?;
     let out = serde_json::json!({
