@@ -4,9 +4,30 @@ mod common;
 
 use fuselm::probe::{feature_names, probe_adapter, ProbeOptions, TimerKind};
 
+/// Whether the browser's own adapter (`navigator.gpu.requestAdapter()`) has WebGPU's
+/// `subgroups`, asked directly: wgpu's WebGPU backend does not map that feature.
+#[cfg(target_arch = "wasm32")]
+async fn browser_adapter_has_subgroups() -> bool {
+    use js_sys::Reflect;
+    use wasm_bindgen::JsCast;
+    let get = |t: &wasm_bindgen::JsValue, k: &str| Reflect::get(t, &k.into()).expect(k);
+    let gpu = get(&get(&js_sys::global(), "navigator"), "gpu");
+    let request: js_sys::Function = get(&gpu, "requestAdapter").dyn_into().unwrap();
+    let promise: js_sys::Promise = request.call0(&gpu).unwrap().dyn_into().unwrap();
+    let adapter = wasm_bindgen_futures::JsFuture::from(promise).await.unwrap();
+    let features = get(&adapter, "features");
+    let has: js_sys::Function = get(&features, "has").dyn_into().unwrap();
+    has.call1(&features, &"subgroups".into()).unwrap().is_truthy()
+}
+
 async fn report_matches_adapter() {
     let adapter = fuselm::gpu::request_adapter().await.expect("an adapter");
-    let (info, limits, features) = (adapter.get_info(), adapter.limits(), adapter.features());
+    #[allow(unused_mut)]
+    let (info, limits, mut features) = (adapter.get_info(), adapter.limits(), adapter.features());
+    #[cfg(target_arch = "wasm32")]
+    if browser_adapter_has_subgroups().await {
+        features |= wgpu::Features::SUBGROUP;
+    }
     let report = probe_adapter(adapter, &ProbeOptions::default())
         .await
         .expect("probe");
