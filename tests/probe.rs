@@ -17,7 +17,9 @@ async fn browser_adapter_has_subgroups() -> bool {
     let adapter = wasm_bindgen_futures::JsFuture::from(promise).await.unwrap();
     let features = get(&adapter, "features");
     let has: js_sys::Function = get(&features, "has").dyn_into().unwrap();
-    has.call1(&features, &"subgroups".into()).unwrap().is_truthy()
+    has.call1(&features, &"subgroups".into())
+        .unwrap()
+        .is_truthy()
 }
 
 async fn report_matches_adapter() {

@@ -154,9 +154,7 @@ impl GpuContext {
         if std::env::var_os("FUSELM_NO_SUBGROUPS").is_some_and(|v| !v.is_empty() && v != "0") {
             return false;
         }
-        self.subgroups
-            && self.info.subgroup_min_size == 32
-            && self.info.subgroup_max_size == 32
+        self.subgroups && self.info.subgroup_min_size == 32 && self.info.subgroup_max_size == 32
     }
 
     /// The WGSL `enable` line that subgroup operations need: browsers' WGSL compilers require
