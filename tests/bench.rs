@@ -400,6 +400,6 @@ async fn bench_runs_only_the_strategies_asked() {
     }
 }
 gpu_test!(
-    bench_runs_only_the_strategies_asked_native,
+    bench_strategies_are_chosen,
     bench_runs_only_the_strategies_asked
 );
