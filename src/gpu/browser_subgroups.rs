@@ -38,12 +38,11 @@ pub fn has_subgroups(device: &wgpu::Device) -> bool {
     let Some(raw) = device.as_webgpu() else {
         return false;
     };
-    let raw: &JsValue = raw.as_ref();
-    set_has(raw, FEATURE)
+    features_have(raw.as_ref(), FEATURE)
 }
 
-/// `target.features.has(name)`, false on any failure.
-fn set_has(target: &JsValue, name: &str) -> bool {
+/// `target.features.has(name)` for a `GPUAdapter` or `GPUDevice`; false on any failure.
+pub fn features_have(target: &JsValue, name: &str) -> bool {
     let Ok(features) = Reflect::get(target, &"features".into()) else {
         return false;
     };
@@ -83,7 +82,7 @@ impl Patch {
                         .ok()
                         .and_then(|l| l.as_string())
                         .is_some_and(|l| l == label);
-                if ours && set_has(&this, FEATURE) {
+                if ours && features_have(&this, FEATURE) {
                     let copy = Object::assign(&Object::new(), desc.unchecked_ref());
                     let wanted = Array::new();
                     if let Ok(list) = Reflect::get(&desc, &"requiredFeatures".into()) {

@@ -136,11 +136,6 @@ impl GpuContext {
         }
     }
 
-    /// Whether the device has subgroup operations (browsers included).
-    pub fn has_subgroups(&self) -> bool {
-        self.subgroups
-    }
-
     pub fn has(&self, feature: wgpu::Features) -> bool {
         self.device.features().contains(feature)
     }

@@ -6,6 +6,8 @@ mod context;
 mod readback;
 mod sync;
 
+#[cfg(target_arch = "wasm32")]
+pub(crate) use browser_subgroups::features_have;
 pub use context::{request_adapter, request_adapter_with, GpuContext, BACKENDS, OPTIONAL_FEATURES};
 pub(crate) use readback::map_read;
 pub use readback::{read_buffer, StagedRead, StagingPool};

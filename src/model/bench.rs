@@ -231,8 +231,7 @@ async fn measure(
     })
 }
 
-/// How each workload is run: measured runs, fused chunk size, whether the grid megakernel
-/// joins.
+/// How each workload is run: measured runs, fused chunk size, the strategies in order.
 #[derive(Clone, Copy)]
 struct Settings<'a> {
     runs: u32,
@@ -379,17 +378,13 @@ fn bench_strategies(options: &GenerationBenchOptions) -> Result<Vec<Strategy>> {
             "bench: strategies must name at least one strategy".into(),
         ));
     }
-    let mut seen = Vec::with_capacity(list.len());
-    for &s in list {
-        if seen.contains(&s) {
-            return Err(FuselmError::InvalidArgument(format!(
-                "bench: strategy {} is listed twice",
-                s.name()
-            )));
-        }
-        seen.push(s);
+    if let Some(s) = (1..list.len()).find_map(|i| list[..i].contains(&list[i]).then_some(list[i])) {
+        return Err(FuselmError::InvalidArgument(format!(
+            "bench: strategy {} is listed twice",
+            s.name()
+        )));
     }
-    Ok(seen)
+    Ok(list.clone())
 }
 
 /// Runs the benchmark: `model` (a GGUF file) if given, and the toy grid when asked (or when

@@ -22,7 +22,7 @@ use crate::gpu::{request_adapter, GpuContext};
 /// keeps only the description), and whether it is a software (CPU) implementation.
 pub async fn identify(info: &wgpu::AdapterInfo) -> AdapterIdentity {
     #[cfg(target_arch = "wasm32")]
-    let web = web_info::adapter_info().await;
+    let web = web_info::adapter().await.and_then(|a| a.info);
     #[cfg(not(target_arch = "wasm32"))]
     let web = None;
     describe::identity(info, web)
@@ -44,14 +44,20 @@ pub async fn probe_adapter(
     let mut adapter_features = adapter.features();
     // wgpu's WebGPU backend does not know `subgroups`; the browser's adapter says.
     #[cfg(target_arch = "wasm32")]
-    if web_info::adapter_has("subgroups").await {
-        adapter_features |= wgpu::Features::SUBGROUP;
-    }
+    let identity = {
+        let web = web_info::adapter().await;
+        if web.as_ref().is_some_and(|w| w.subgroups) {
+            adapter_features |= wgpu::Features::SUBGROUP;
+        }
+        describe::identity(&info, web.and_then(|w| w.info))
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    let identity = describe::identity(&info, None);
     let features = describe::features(adapter_features, &info);
     let limits = report::AdapterLimits::from(&adapter.limits());
     let fit = describe::fit(&limits, &features);
     let mut report = AdapterReport {
-        adapter: identify(&info).await,
+        adapter: identity,
         features,
         limits,
         webgpu_defaults: describe::webgpu_defaults(),

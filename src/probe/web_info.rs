@@ -1,5 +1,7 @@
-//! The browser's `GPUAdapterInfo` strings. wgpu's WebGPU backend keeps only the description, so
-//! we ask `navigator.gpu` directly (through `Reflect`, to need no unstable web-sys APIs).
+//! What the browser's adapter says and wgpu's WebGPU backend does not keep: `GPUAdapterInfo`'s
+//! strings (wgpu keeps only the description) and whether it has `subgroups` (a feature wgpu
+//! does not map). We ask `navigator.gpu` directly (through `Reflect`, to need no unstable web-sys
+//! APIs).
 
 use super::describe::WebAdapterInfo;
 use js_sys::Reflect;
@@ -27,24 +29,22 @@ async fn browser_adapter() -> Option<JsValue> {
     wasm_bindgen_futures::JsFuture::from(promise).await.ok()
 }
 
-/// Whether the browser's adapter offers the WebGPU feature `name` (wgpu's WebGPU backend maps
-/// only some features, `subgroups` not among them).
-pub async fn adapter_has(name: &str) -> bool {
-    let Some(adapter) = browser_adapter().await else {
-        return false;
-    };
-    let Some(features) = get(&adapter, "features") else {
-        return false;
-    };
-    get(&features, "has")
-        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-        .and_then(|f| f.call1(&features, &name.into()).ok())
-        .is_some_and(|v| v.is_truthy())
+/// The browser adapter's info strings and whether it offers `subgroups`, from one request.
+pub struct WebAdapter {
+    pub info: Option<WebAdapterInfo>,
+    pub subgroups: bool,
 }
 
-pub async fn adapter_info() -> Option<WebAdapterInfo> {
+pub async fn adapter() -> Option<WebAdapter> {
     let adapter = browser_adapter().await?;
-    let info = get(&adapter, "info")?;
+    Some(WebAdapter {
+        info: adapter_info(&adapter),
+        subgroups: crate::gpu::features_have(&adapter, "subgroups"),
+    })
+}
+
+fn adapter_info(adapter: &JsValue) -> Option<WebAdapterInfo> {
+    let info = get(adapter, "info")?;
     let text = |key: &str| {
         get(&info, key)
             .and_then(|v| v.as_string())
