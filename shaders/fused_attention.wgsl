@@ -47,7 +47,8 @@ struct Params {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> lp: array<Params, N_LAYER>; // one per layer
+var<private> p: Params; // this layer's
 @group(0) @binding(1) var<storage, read> state: State;
 @group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;             // [(n_q + 2 n_kv) / 4]
 @group(0) @binding(3) var<storage, read_write> k_cache: array<vec4<kv_t>>;  // [n_head_kv, n_ctx, head_dim / 4]
@@ -130,6 +131,12 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if wg.x >= X_BASE {
+        return; // the grid's extra columns only carry the layer (kernels::fused_layer::LayerIndexing)
+    }
+    let layer = nwg.x - X_BASE;
+    enter_layer(layer);
+    p = lp[layer];
     let h = wg.x;
     let c = wg.y;
     // Rows of Wo this workgroup projects: block wg.z of nwg.z.
@@ -165,7 +172,7 @@ fn main(
     let g = h / GROUP;
     let k_new = (N_Q + g * HEAD_DIM) / 4u;  // this KV head's new key in qkv (vec4s)
     let v_new = (N_Q + N_KV + g * HEAD_DIM) / 4u;
-    let cache = g * N_CTX * HD4;            // this KV head's cache rows (vec4s)
+    let cache = kv_base + g * N_CTX * HD4;  // this KV head's cache rows (vec4s)
     let c0 = c * ATT_CHUNK;
     let n = min(ATT_CHUNK, len - c0);
     // Positions below `lo` are outside a sliding window.

@@ -31,8 +31,13 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if wg.x >= X_BASE {
+        return; // the grid's extra columns only carry the layer (kernels::fused_layer::LayerIndexing)
+    }
+    let layer = nwg.x - X_BASE;
+    enter_layer(layer);
     let lane = lid % LANES;
-    let out_row = linear_group(wg, nwg) * ROWS + lid / LANES;
+    let out_row = wg.x * ROWS + lid / LANES;
     let row = min(out_row, N_EMBD - 1u);
     var raw: array<vec4<u32>, PER_LANE>;
     var ha: array<W8, PER_LANE>;

@@ -40,7 +40,8 @@ struct Params {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> lp: array<Params, N_LAYER>; // one per layer
+var<private> p: Params; // this layer's
 @group(0) @binding(1) var<storage, read> state: State;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;         // [n_embd / 4] (+ delta)
 @group(0) @binding(3) var<storage, read> part: array<vec4<f32>>;      // [n_head, max_chunks, PART_STRIDE / 4]
@@ -123,8 +124,14 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if wg.x >= X_BASE {
+        return; // the grid's extra columns only carry the layer (kernels::fused_layer::LayerIndexing)
+    }
+    let layer = nwg.x - X_BASE;
+    enter_layer(layer);
+    p = lp[layer];
     let lane = lid % LANES;
-    let block0 = linear_group(wg, nwg) * RPASS;
+    let block0 = wg.x * RPASS;
     let row0 = min(block0 * ROWS + lid / LANES, N_FF - 1u);
     // Weights and norm_w first: their latency overlaps the state read and phase 1.
     var gr: array<vec4<u32>, PER_LANE>;
@@ -148,7 +155,7 @@ fn main(
     if !SINGLE_CHUNK && n_chunks > 1u {
         merge_weights(lid, n_chunks);
     }
-    let first = linear_group(wg, nwg) == 0u;
+    let first = wg.x == 0u;
     if POST_NORMS {
         let delta = p.pf_off != NONE; // uniform
         var ov: array<vec4<f32>, V4_PER>;

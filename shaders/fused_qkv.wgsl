@@ -41,7 +41,8 @@ struct Params {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> lp: array<Params, N_LAYER>; // one per layer
+var<private> p: Params; // this layer's
 @group(0) @binding(1) var<storage, read> state: State;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;      // [n_embd / 4] residual (+ delta)
 @group(0) @binding(3) var<storage, read> vecs: array<vec4<f32>>;   // the vector arena
@@ -85,9 +86,15 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if wg.x >= X_BASE {
+        return; // the grid's extra columns only carry the layer (kernels::fused_layer::LayerIndexing)
+    }
+    let layer = nwg.x - X_BASE;
+    enter_layer(layer);
+    p = lp[layer];
     // This workgroup's ROWS slots; regions (Q, K, V) are multiples of ROWS rows (ROWS <= 8 and
     // head_dim % 8 == 0).
-    let slot0 = linear_group(wg, nwg) * ROWS;
+    let slot0 = wg.x * ROWS;
     let lane = lid % LANES;
     let r = lid / LANES;
     let slot = min(slot0 + r, N_Q + 2u * N_KV - 1u);

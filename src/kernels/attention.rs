@@ -2,7 +2,7 @@
 
 use super::{
     check_buffer, check_bytes, check_dim, check_tokens, compose, max_groups, require, Bound,
-    Pipeline, Slot,
+    Pipeline, Res, Slot,
 };
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
@@ -156,15 +156,15 @@ impl Attention {
     /// * `k_cache`, `v_cache`: `[n_head_kv, n_ctx, head_dim]` of the kernel's [`KvFormat`]
     ///   (written by [`super::KvStore`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn bind(
+    pub fn bind<'a>(
         &self,
         ctx: &GpuContext,
         shape: &AttentionShape,
-        state: &wgpu::Buffer,
-        q: &wgpu::Buffer,
-        k_cache: &wgpu::Buffer,
-        v_cache: &wgpu::Buffer,
-        out: &wgpu::Buffer,
+        state: &'a wgpu::Buffer,
+        q: &'a wgpu::Buffer,
+        k_cache: impl Into<Res<'a>>,
+        v_cache: impl Into<Res<'a>>,
+        out: &'a wgpu::Buffer,
         max_tokens: u32,
     ) -> Result<AttentionCall> {
         let mask = AttentionMask::standard(shape.head_dim);
@@ -175,18 +175,19 @@ impl Attention {
 
     /// [`Attention::bind`] with the model's score scale and sliding window.
     #[allow(clippy::too_many_arguments)]
-    pub fn bind_masked(
+    pub fn bind_masked<'a>(
         &self,
         ctx: &GpuContext,
         shape: &AttentionShape,
         mask: AttentionMask,
-        state: &wgpu::Buffer,
-        q: &wgpu::Buffer,
-        k_cache: &wgpu::Buffer,
-        v_cache: &wgpu::Buffer,
-        out: &wgpu::Buffer,
+        state: &'a wgpu::Buffer,
+        q: &'a wgpu::Buffer,
+        k_cache: impl Into<Res<'a>>,
+        v_cache: impl Into<Res<'a>>,
+        out: &'a wgpu::Buffer,
         max_tokens: u32,
     ) -> Result<AttentionCall> {
+        let (k_cache, v_cache) = (k_cache.into(), v_cache.into());
         shape.validate()?;
         require(max_tokens > 0, "attention: max_tokens must be > 0")?;
         if shape.head_dim > MAX_HEAD_DIM {
@@ -213,9 +214,11 @@ impl Attention {
         };
         let n_head = check_dim(u64::from(shape.n_head), max_groups(ctx))?;
         Ok(AttentionCall {
-            bound: self
-                .pipeline
-                .bind(ctx, &params, &[state, q, k_cache, v_cache, out])?,
+            bound: self.pipeline.bind(
+                ctx,
+                &params,
+                &[state.into(), q.into(), k_cache, v_cache, out.into()],
+            )?,
             n_head,
             max_tokens,
             max_dim: max_groups(ctx),

@@ -104,8 +104,11 @@ impl Embed {
                     row0: c.row0,
                     scale,
                 };
-                self.pipeline
-                    .bind(ctx, &params, &[state, tokens, &c.buffer, out])
+                self.pipeline.bind(
+                    ctx,
+                    &params,
+                    &[state.into(), tokens.into(), c.binding(), out.into()],
+                )
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(EmbedCall {

@@ -38,7 +38,10 @@
 
 use super::attention::KvFormat;
 use super::weights::{GpuWeight, WeightFormat};
-use super::{check_buffer, check_dim, compose, grid, max_groups, require, Bound, Pipeline, Slot};
+use super::BufferView;
+use super::{
+    check_buffer, check_dim, compose, max_groups, require, Bound, PassState, Pipeline, Res, Slot,
+};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -264,15 +267,105 @@ pub fn lanes_for(units: u32, max: u32) -> u32 {
     lanes
 }
 
-fn single_chunk<'a>(ctx: &GpuContext, w: &'a GpuWeight) -> Result<&'a wgpu::Buffer> {
+/// How the layer kernels find their layer. Each of them is dispatched once per layer with one
+/// bind group per pass for all layers where it can be (fewer WebGPU calls: in a browser each
+/// one costs the host microseconds): the layer is the number of extra workgroups in the grid's
+/// x dimension (`layer = num_workgroups.x - X_BASE`; those extra workgroups return at once),
+/// its vectors' offsets and RoPE/window settings come from a per-layer uniform array, and
+/// where a weight (or the KV cache) stacks every layer in one buffer its rows start at
+/// `layer * stride`. Stride 0: that binding is one layer's buffer, bound per layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerIndexing {
+    pub n_layer: u32,
+    /// Rows per layer of each weight binding of the kernel, in binding order (0: per layer).
+    pub weight_strides: [u32; 3],
+    /// KV cache vec4s per layer in the stacked caches (attention; 0: per layer).
+    pub kv_stride: u32,
+}
+
+impl LayerIndexing {
+    /// Whether one bind group serves every layer.
+    pub fn shared(&self, weights: usize, kv: bool) -> bool {
+        self.weight_strides[..weights].iter().all(|&s| s > 0) && (!kv || self.kv_stride > 0)
+    }
+}
+
+/// The WGSL that makes a layer kernel layer-indexed ([`LayerIndexing`]): `N_LAYER`, `X_BASE`,
+/// `enter_layer(layer)` (sets the rows' offsets and `kv_base`), and for each weight `(name,
+/// stride)` the decoder reading binding `name` with `name_fetch/_decode/_load8` wrappers that
+/// add this layer's row offset.
+fn layer_prelude(ix: &LayerIndexing, x_base: u32, weights: &[(&str, WeightFormat)]) -> String {
+    let mut out = format!(
+        "const N_LAYER: u32 = {}u;\nconst X_BASE: u32 = {x_base}u;\nvar<private> kv_base: u32;\n",
+        ix.n_layer
+    );
+    let mut enter = format!("    kv_base = layer * {}u;\n", ix.kv_stride);
+    for (i, (name, format)) in weights.iter().enumerate() {
+        let stride = ix.weight_strides[i];
+        out.push_str(&format!("var<private> row_{name}: u32;\n"));
+        enter.push_str(&format!("    row_{name} = layer * {stride}u;\n"));
+        out.push_str(&format.decoder_reading(name, &format!("{name}_at")));
+        out.push_str(&format!(
+            "
+fn {name}_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {{
+    return {name}_at_fetch(row + row_{name}, u, k);
+}}
+fn {name}_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {{
+    return {name}_at_decode(raw, row + row_{name}, u, k);
+}}
+fn {name}_load8(row: u32, u: u32, k: u32) -> W8 {{
+    return {name}_at_load8(row + row_{name}, u, k);
+}}
+"
+        ));
+    }
+    out.push_str(&format!("fn enter_layer(layer: u32) {{\n{enter}}}\n"));
+    out
+}
+
+/// A layer kernel's source with its bindings moved to `@group(group)`.
+fn in_group(source: String, group: u32) -> String {
+    source.replace("@group(0)", &format!("@group({group})"))
+}
+
+/// The grid of a layer kernel: `x_base` workgroups + `layer` in x.
+fn layer_grid(ctx: &GpuContext, what: &'static str, x_base: u32, n_layer: u32) -> Result<u32> {
+    let needed = u64::from(x_base) + u64::from(n_layer.max(1)) - 1;
+    check_dim(needed, max_groups(ctx)).map_err(|_| FuselmError::LimitExceeded {
+        limit: what,
+        needed,
+        available: u64::from(max_groups(ctx)),
+    })?;
+    Ok(x_base)
+}
+
+/// One layer weight as a binding: its own buffer (or slice), or, when the layer kernel binds
+/// every layer at once, the whole stacked buffer.
+fn weight_res<'a>(ctx: &GpuContext, w: &'a GpuWeight, stacked: bool) -> Result<Res<'a>> {
     match w.chunks() {
-        [c] => Ok(&c.buffer),
+        [c] if stacked => Ok((&c.view.buffer).into()),
+        [c] => Ok(c.binding()),
         _ => Err(FuselmError::LimitExceeded {
             limit: "maxStorageBufferBindingSize (the fused strategy binds each layer weight whole)",
             needed: w.format.gpu_row_bytes(u64::from(w.k)) * u64::from(w.n),
             available: ctx.device.limits().max_storage_buffer_binding_size,
         }),
     }
+}
+
+/// A uniform buffer holding `params` (one per layer).
+pub fn uniform_array<P: bytemuck::Pod>(
+    ctx: &GpuContext,
+    label: &str,
+    params: &[P],
+) -> wgpu::Buffer {
+    use wgpu::util::DeviceExt;
+    ctx.device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: bytemuck::cast_slice(params),
+            usage: wgpu::BufferUsages::UNIFORM,
+        })
 }
 
 /// A bound fused dispatch with a fixed grid.
@@ -286,16 +379,28 @@ impl FusedCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.bound.dispatch(pass, self.groups);
     }
-}
 
-fn groups_1d(ctx: &GpuContext, groups: u64) -> Result<[u32; 3]> {
-    let (x, y) = grid(groups, max_groups(ctx))?;
-    Ok([x, y, 1])
+    /// Records layer `layer` of a layer kernel.
+    pub fn record_at(&self, pass: &mut wgpu::ComputePass<'_>, layer: u32) {
+        let [x, y, z] = self.groups;
+        self.bound.dispatch(pass, [x + layer, y, z]);
+    }
+
+    /// [`FusedCall::record_at`], setting only what `state` says is not set.
+    pub(crate) fn record_layer(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        state: &mut PassState,
+        layer: u32,
+    ) {
+        let [x, y, z] = self.groups;
+        self.bound.dispatch_tracked(pass, state, [x + layer, y, z]);
+    }
 }
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct QkvParams {
+pub struct QkvParams {
     theta_scale: f32,
     eps: f32,
     norm_off: u32,
@@ -305,12 +410,14 @@ struct QkvParams {
 }
 const _: () = assert!(std::mem::size_of::<QkvParams>() == 32);
 
-/// Dispatch 1: RMS norm + Q/K/V + RoPE → `qkv` (`[n_q + 2 n_kv]`).
+/// Dispatch 1: RMS norm + Q/K/V + RoPE → `qkv` (`[n_q + 2 n_kv]`). Layer-indexed
+/// ([`LayerIndexing`]), bindings in `@group(0)`.
 #[derive(Debug, Clone)]
 pub struct FusedQkv {
     pipeline: Pipeline,
     shape: FusedShape,
-    lanes: u32,
+    ix: LayerIndexing,
+    x_base: u32,
 }
 
 impl FusedQkv {
@@ -320,67 +427,52 @@ impl FusedQkv {
         q: WeightFormat,
         k: WeightFormat,
         v: WeightFormat,
+        ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check()?;
         // At least 2 rows per workgroup: RoPE pairs rows within one.
         let lanes = lanes_for(s.n_embd / 8, WORKGROUP / 2);
+        let rows = s.n_q() + 2 * s.n_kv();
+        let x_base = layer_grid(
+            ctx,
+            "maxComputeWorkgroupsPerDimension (fused_qkv: row groups + layers)",
+            rows.div_ceil(WORKGROUP / lanes),
+            ix.n_layer,
+        )?;
         let source = compose(&[
             &s.wgsl_prelude(ctx, "", lanes),
             shaders::COMMON,
             shaders::ROPE_MATH,
-            &q.decoder_named("wq"),
-            &k.decoder_named("wk"),
-            &v.decoder_named("wv"),
+            &layer_prelude(ix, x_base, &[("wq", q), ("wk", k), ("wv", v)]),
             shaders::FUSED_QKV,
         ]);
         let mut slots = vec![Slot::Uniform];
         slots.extend([Slot::Read; 6]);
         slots.push(Slot::ReadWrite);
-        let pipeline = Pipeline::new(ctx, "fused_qkv", &source, &slots).await?;
+        let pipeline =
+            Pipeline::new_in_group(ctx, "fused_qkv", &in_group(source, 0), &slots, 0).await?;
         Ok(Self {
             pipeline,
             shape: *s,
-            lanes,
+            ix: *ix,
+            x_base,
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn bind(
+    /// One layer's entry of the uniform array, checked against the vector arena.
+    pub fn params(
         &self,
         ctx: &GpuContext,
-        state: &wgpu::Buffer,
-        x: &wgpu::Buffer,
         vecs: &wgpu::Buffer,
         layer: &LayerVectors,
         rope_freq_base: f32,
-        wq: &GpuWeight,
-        wk: &GpuWeight,
-        wv: &GpuWeight,
-        qkv: &wgpu::Buffer,
-    ) -> Result<FusedCall> {
+    ) -> Result<QkvParams> {
         let s = &self.shape;
-        for w in [wq, wk, wv] {
-            require(
-                w.k == s.n_embd,
-                "fused_qkv: weight rows must have n_embd values",
-            )?;
-        }
-        require(
-            wq.n == s.n_q() && wk.n == s.n_kv() && wv.n == s.n_kv(),
-            "fused_qkv: Q/K/V row counts differ from the head geometry",
-        )?;
         let pf_off = if s.arch.post_norms {
             layer.incoming_norm
         } else {
             NO_VECTOR
         };
-        let x_len = if pf_off == NO_VECTOR {
-            s.n_embd.into()
-        } else {
-            s.residual_len()
-        };
-        check_buffer(ctx, "fused_qkv x", x, x_len)?;
-        check_buffer(ctx, "fused_qkv qkv", qkv, u64::from(s.n_q() + 2 * s.n_kv()))?;
         let params = QkvParams {
             theta_scale: s.theta_scale(rope_freq_base),
             eps: s.eps,
@@ -401,26 +493,57 @@ impl FusedQkv {
                 (pf_off, flag_len(pf_off != NO_VECTOR, s.n_embd)),
             ],
         )?;
+        Ok(params)
+    }
+
+    /// One layer's call (with stacked weights, every layer's: the bind group is the same).
+    /// `params`: [`FusedQkv::params`] of every layer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        params: &wgpu::Buffer,
+        state: &wgpu::Buffer,
+        x: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+        wq: &GpuWeight,
+        wk: &GpuWeight,
+        wv: &GpuWeight,
+        qkv: &wgpu::Buffer,
+    ) -> Result<FusedCall> {
+        let s = &self.shape;
+        for w in [wq, wk, wv] {
+            require(
+                w.k == s.n_embd,
+                "fused_qkv: weight rows must have n_embd values",
+            )?;
+        }
+        require(
+            wq.n == s.n_q() && wk.n == s.n_kv() && wv.n == s.n_kv(),
+            "fused_qkv: Q/K/V row counts differ from the head geometry",
+        )?;
+        check_buffer(ctx, "fused_qkv x", x, s.residual_len())?;
+        check_buffer(ctx, "fused_qkv qkv", qkv, u64::from(s.n_q() + 2 * s.n_kv()))?;
+        let stacked = self.ix.shared(3, false);
         let buffers = [
-            state,
-            x,
-            vecs,
-            single_chunk(ctx, wq)?,
-            single_chunk(ctx, wk)?,
-            single_chunk(ctx, wv)?,
-            qkv,
+            state.into(),
+            x.into(),
+            vecs.into(),
+            weight_res(ctx, wq, stacked)?,
+            weight_res(ctx, wk, stacked)?,
+            weight_res(ctx, wv, stacked)?,
+            qkv.into(),
         ];
-        let rows = u64::from(s.n_q() + 2 * s.n_kv());
         Ok(FusedCall {
-            bound: self.pipeline.bind(ctx, &params, &buffers)?,
-            groups: groups_1d(ctx, rows.div_ceil(u64::from(WORKGROUP / self.lanes)))?,
+            bound: self.pipeline.bind_with_uniform(ctx, params, &buffers)?,
+            groups: [self.x_base, 1, 1],
         })
     }
 }
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct AttentionParams {
+pub struct AttentionParams {
     scale: f32,
     window: u32,
     theta_scale: f32,
@@ -432,10 +555,13 @@ struct AttentionParams {
 const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
 /// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`.
+/// Layer-indexed ([`LayerIndexing`]; the layer rides in x: `n_head + layer` columns), bindings
+/// in `@group(1)`.
 #[derive(Debug, Clone)]
 pub struct FusedAttention {
     pipeline: Pipeline,
     shape: FusedShape,
+    ix: LayerIndexing,
 }
 
 /// [`FusedAttention`] bound; the grid's chunk count is chosen at record time.
@@ -453,13 +579,20 @@ impl FusedAttention {
         s: &FusedShape,
         kv: KvFormat,
         o: WeightFormat,
+        ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check()?;
+        let x_base = layer_grid(
+            ctx,
+            "maxComputeWorkgroupsPerDimension (fused_attention: heads + layers)",
+            s.n_head,
+            ix.n_layer,
+        )?;
         let source = compose(&[
             &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
             shaders::COMMON,
             shaders::ROPE_MATH,
-            &o.decoder_named("wo"),
+            &layer_prelude(ix, x_base, &[("wo", o)]),
             shaders::FUSED_ATTENTION,
         ]);
         let slots = [
@@ -472,34 +605,27 @@ impl FusedAttention {
             Slot::ReadWrite,
             Slot::Read,
         ];
-        let pipeline = Pipeline::new(ctx, "fused_attention", &source, &slots).await?;
+        let pipeline =
+            Pipeline::new_in_group(ctx, "fused_attention", &in_group(source, 1), &slots, 1).await?;
         Ok(Self {
             pipeline,
             shape: *s,
+            ix: *ix,
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn bind(
+    /// One layer's entry of the uniform array, checked against the vector arena.
+    pub fn params(
         &self,
         ctx: &GpuContext,
-        state: &wgpu::Buffer,
-        qkv: &wgpu::Buffer,
-        k_cache: &wgpu::Buffer,
-        v_cache: &wgpu::Buffer,
-        wo: &GpuWeight,
-        part: &wgpu::Buffer,
         vecs: &wgpu::Buffer,
         layer: &LayerVectors,
         attention: &LayerAttention,
-    ) -> Result<FusedAttentionCall> {
+    ) -> Result<AttentionParams> {
         let s = &self.shape;
-        require(
-            wo.k == s.n_q() && wo.n == s.n_embd,
-            "fused_attention: Wo must be [n_head * head_dim, n_embd]",
-        )?;
-        check_buffer(ctx, "fused_attention part", part, s.partials_len())?;
-        let params = AttentionParams {
+        let qk = flag_len(s.arch.qk_norm, s.head_dim);
+        check_vectors(ctx, vecs, &[(layer.q_norm, qk), (layer.k_norm, qk)])?;
+        Ok(AttentionParams {
             scale: attention.scale,
             window: attention.window.unwrap_or(0),
             theta_scale: s.theta_scale(attention.rope_freq_base),
@@ -507,21 +633,49 @@ impl FusedAttention {
             q_norm_off: layer.q_norm,
             k_norm_off: layer.k_norm,
             _pad: [0; 2],
-        };
-        let qk = flag_len(s.arch.qk_norm, s.head_dim);
-        check_vectors(ctx, vecs, &[(layer.q_norm, qk), (layer.k_norm, qk)])?;
+        })
+    }
+
+    /// One layer's call (stacked Wo and KV caches: every layer's). `k_cache`, `v_cache`: the
+    /// layer's views. `params`: [`FusedAttention::params`] of every layer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        params: &wgpu::Buffer,
+        state: &wgpu::Buffer,
+        qkv: &wgpu::Buffer,
+        k_cache: &BufferView,
+        v_cache: &BufferView,
+        wo: &GpuWeight,
+        part: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+    ) -> Result<FusedAttentionCall> {
+        let s = &self.shape;
+        require(
+            wo.k == s.n_q() && wo.n == s.n_embd,
+            "fused_attention: Wo must be [n_head * head_dim, n_embd]",
+        )?;
+        check_buffer(ctx, "fused_attention part", part, s.partials_len())?;
+        let stacked = self.ix.shared(1, true);
+        fn cache(v: &BufferView, stacked: bool) -> Res<'_> {
+            if stacked {
+                (&v.buffer).into()
+            } else {
+                v.into()
+            }
+        }
         let buffers = [
-            state,
-            qkv,
-            k_cache,
-            v_cache,
-            single_chunk(ctx, wo)?,
-            part,
-            vecs,
+            state.into(),
+            qkv.into(),
+            cache(k_cache, stacked),
+            cache(v_cache, stacked),
+            weight_res(ctx, wo, stacked)?,
+            part.into(),
+            vecs.into(),
         ];
-        check_dim(u64::from(s.n_head), max_groups(ctx))?;
         Ok(FusedAttentionCall {
-            bound: self.pipeline.bind(ctx, &params, &buffers)?,
+            bound: self.pipeline.bind_with_uniform(ctx, params, &buffers)?,
             n_head: s.n_head,
             max_chunks: s.max_chunks(),
             n_embd: s.n_embd,
@@ -530,21 +684,38 @@ impl FusedAttention {
 }
 
 impl FusedAttentionCall {
-    /// Records attention for a step whose visible length is at most `max_len` positions.
-    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, max_len: u32) {
+    /// The grid for layer `layer` of a step whose visible length is at most `max_len`.
+    fn groups(&self, layer: u32, max_len: u32) -> [u32; 3] {
         let chunks = max_len.div_ceil(ATTENTION_CHUNK).clamp(1, self.max_chunks);
         // Few head-chunks (short contexts): split Wo's rows too, so at least ~64 workgroups
         // stream the projection (one workgroup streams only ~10 GB/s).
         let blocks = ATTENTION_MIN_GROUPS
             .div_ceil(self.n_head * chunks)
             .clamp(1, self.n_embd.div_ceil(32));
-        self.bound.dispatch(pass, [self.n_head, chunks, blocks]);
+        [self.n_head + layer, chunks, blocks]
+    }
+
+    /// Records layer `layer`'s attention for a step that sees at most `max_len` positions.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, layer: u32, max_len: u32) {
+        self.bound.dispatch(pass, self.groups(layer, max_len));
+    }
+
+    /// [`FusedAttentionCall::record`], setting only what `state` says is not set.
+    pub(crate) fn record_layer(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        state: &mut PassState,
+        layer: u32,
+        max_len: u32,
+    ) {
+        self.bound
+            .dispatch_tracked(pass, state, self.groups(layer, max_len));
     }
 }
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct FfnUpParams {
+pub struct FfnUpParams {
     eps: f32,
     norm_off: u32,
     pa_off: u32,
@@ -556,14 +727,14 @@ const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 32);
 
 /// Dispatch 3: combine + residual → `x_mid`; RMS norm, gate/up, SwiGLU → `hidden`. Two
 /// pipelines: for steps whose context fits one attention chunk, and for any step.
+/// Layer-indexed ([`LayerIndexing`]), bindings in `@group(2)`.
 #[derive(Debug, Clone)]
 pub struct FusedFfnUp {
     single: Pipeline,
     general: Pipeline,
     shape: FusedShape,
-    lanes: u32,
-    /// Row passes per workgroup ([`ffn_up_passes`]).
-    passes: u32,
+    ix: LayerIndexing,
+    x_base: u32,
 }
 
 /// [`FusedFfnUp`] bound; the variant is chosen at record time from the steps' context.
@@ -575,14 +746,33 @@ pub struct FusedFfnUpCall {
 }
 
 impl FusedFfnUpCall {
-    /// Records the combine + FFN-up for a step that sees at most `max_len` positions.
-    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, max_len: u32) {
+    fn pick(&self, layer: u32, max_len: u32) -> (&Bound, [u32; 3]) {
         let bound = if max_len <= ATTENTION_CHUNK {
             &self.single
         } else {
             &self.general
         };
-        bound.dispatch(pass, self.groups);
+        let [x, y, z] = self.groups;
+        (bound, [x + layer, y, z])
+    }
+
+    /// Records layer `layer`'s combine + FFN-up for a step that sees at most `max_len`
+    /// positions.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, layer: u32, max_len: u32) {
+        let (bound, groups) = self.pick(layer, max_len);
+        bound.dispatch(pass, groups);
+    }
+
+    /// [`FusedFfnUpCall::record`], setting only what `state` says is not set.
+    pub(crate) fn record_layer(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        state: &mut PassState,
+        layer: u32,
+        max_len: u32,
+    ) {
+        let (bound, groups) = self.pick(layer, max_len);
+        bound.dispatch_tracked(pass, state, groups);
     }
 }
 
@@ -592,74 +782,58 @@ impl FusedFfnUp {
         s: &FusedShape,
         gate: WeightFormat,
         up: WeightFormat,
+        ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check()?;
         let lanes = lanes_for(s.n_embd / 8, WORKGROUP);
         let passes = ffn_up_passes(s);
+        let x_base = layer_grid(
+            ctx,
+            "maxComputeWorkgroupsPerDimension (fused_ffn_up: row groups + layers)",
+            s.n_ff.div_ceil(WORKGROUP / lanes * passes),
+            ix.n_layer,
+        )?;
         let mut slots = vec![Slot::Uniform];
         slots.extend([Slot::Read; 6]);
         slots.extend([Slot::ReadWrite; 2]);
         let source = |single: bool| {
-            compose(&[
-                &s.wgsl_prelude(ctx, "", lanes),
-                &format!("const SINGLE_CHUNK: bool = {single};\nconst RPASS: u32 = {passes}u;\n"),
-                shaders::COMMON,
-                &gate.decoder_named("wgate"),
-                &up.decoder_named("wup"),
-                shaders::FUSED_FFN_UP,
-            ])
+            in_group(
+                compose(&[
+                    &s.wgsl_prelude(ctx, "", lanes),
+                    &format!(
+                        "const SINGLE_CHUNK: bool = {single};\nconst RPASS: u32 = {passes}u;\n"
+                    ),
+                    shaders::COMMON,
+                    &layer_prelude(ix, x_base, &[("wgate", gate), ("wup", up)]),
+                    shaders::FUSED_FFN_UP,
+                ]),
+                2,
+            )
         };
-        let single = Pipeline::new(ctx, "fused_ffn_up", &source(true), &slots).await?;
-        let general = Pipeline::new(ctx, "fused_ffn_up", &source(false), &slots).await?;
+        let single = Pipeline::new_in_group(ctx, "fused_ffn_up", &source(true), &slots, 2).await?;
+        let general =
+            Pipeline::new_in_group(ctx, "fused_ffn_up", &source(false), &slots, 2).await?;
         Ok(Self {
             single,
             general,
             shape: *s,
-            lanes,
-            passes,
+            ix: *ix,
+            x_base,
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn bind(
+    /// One layer's entry of the uniform array, checked against the vector arena.
+    pub fn params(
         &self,
         ctx: &GpuContext,
-        state: &wgpu::Buffer,
-        x: &wgpu::Buffer,
-        part: &wgpu::Buffer,
         vecs: &wgpu::Buffer,
         layer: &LayerVectors,
-        gate: &GpuWeight,
-        up: &GpuWeight,
-        x_mid: &wgpu::Buffer,
-        hidden: &wgpu::Buffer,
-    ) -> Result<FusedFfnUpCall> {
+    ) -> Result<FfnUpParams> {
         let s = &self.shape;
-        require(
-            gate.k == s.n_embd && up.k == s.n_embd && gate.n == s.n_ff && up.n == s.n_ff,
-            "fused_ffn_up: gate/up must be [n_embd, n_ff]",
-        )?;
         let pf_off = if s.arch.post_norms {
             layer.incoming_norm
         } else {
             NO_VECTOR
-        };
-        let x_len = if pf_off == NO_VECTOR {
-            s.n_embd.into()
-        } else {
-            s.residual_len()
-        };
-        check_buffer(ctx, "fused_ffn_up x", x, x_len)?;
-        check_buffer(ctx, "fused_ffn_up part", part, s.partials_len())?;
-        check_buffer(ctx, "fused_ffn_up hidden", hidden, u64::from(s.n_ff))?;
-        check_buffer(ctx, "fused_ffn_up x_mid", x_mid, u64::from(s.n_embd))?;
-        let params = FfnUpParams {
-            eps: s.eps,
-            norm_off: layer.ffn_norm,
-            pa_off: layer.post_attn_norm,
-            pf_off,
-            bo_off: layer.o_bias,
-            _pad: [0; 3],
         };
         let e = s.n_embd;
         check_vectors(
@@ -672,23 +846,56 @@ impl FusedFfnUp {
                 (layer.o_bias, flag_len(s.arch.o_bias, e)),
             ],
         )?;
+        Ok(FfnUpParams {
+            eps: s.eps,
+            norm_off: layer.ffn_norm,
+            pa_off: layer.post_attn_norm,
+            pf_off,
+            bo_off: layer.o_bias,
+            _pad: [0; 3],
+        })
+    }
+
+    /// One layer's call (stacked gate and up: every layer's). `params`:
+    /// [`FusedFfnUp::params`] of every layer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        params: &wgpu::Buffer,
+        state: &wgpu::Buffer,
+        x: &wgpu::Buffer,
+        part: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+        gate: &GpuWeight,
+        up: &GpuWeight,
+        x_mid: &wgpu::Buffer,
+        hidden: &wgpu::Buffer,
+    ) -> Result<FusedFfnUpCall> {
+        let s = &self.shape;
+        require(
+            gate.k == s.n_embd && up.k == s.n_embd && gate.n == s.n_ff && up.n == s.n_ff,
+            "fused_ffn_up: gate/up must be [n_embd, n_ff]",
+        )?;
+        check_buffer(ctx, "fused_ffn_up x", x, s.residual_len())?;
+        check_buffer(ctx, "fused_ffn_up part", part, s.partials_len())?;
+        check_buffer(ctx, "fused_ffn_up hidden", hidden, u64::from(s.n_ff))?;
+        check_buffer(ctx, "fused_ffn_up x_mid", x_mid, u64::from(s.n_embd))?;
+        let stacked = self.ix.shared(2, false);
         let buffers = [
-            state,
-            x,
-            part,
-            vecs,
-            single_chunk(ctx, gate)?,
-            single_chunk(ctx, up)?,
-            x_mid,
-            hidden,
+            state.into(),
+            x.into(),
+            part.into(),
+            vecs.into(),
+            weight_res(ctx, gate, stacked)?,
+            weight_res(ctx, up, stacked)?,
+            x_mid.into(),
+            hidden.into(),
         ];
         Ok(FusedFfnUpCall {
-            single: self.single.bind(ctx, &params, &buffers)?,
-            general: self.general.bind(ctx, &params, &buffers)?,
-            groups: groups_1d(
-                ctx,
-                u64::from(s.n_ff).div_ceil(u64::from(WORKGROUP / self.lanes * self.passes)),
-            )?,
+            single: self.single.bind_with_uniform(ctx, params, &buffers)?,
+            general: self.general.bind_with_uniform(ctx, params, &buffers)?,
+            groups: [self.x_base, 1, 1],
         })
     }
 }
@@ -710,34 +917,50 @@ pub fn ffn_up_passes(s: &FusedShape) -> u32 {
     (s.n_head * s.n_embd / 8192).clamp(1, 8)
 }
 
-/// Dispatch 4: `x = x_mid + W_down · hidden`.
+/// Dispatch 4: `x = x_mid + W_down · hidden`. Layer-indexed ([`LayerIndexing`]), bindings
+/// in `@group(3)`.
 #[derive(Debug, Clone)]
 pub struct FusedFfnDown {
     pipeline: Pipeline,
     shape: FusedShape,
-    lanes: u32,
+    ix: LayerIndexing,
+    x_base: u32,
 }
 
 impl FusedFfnDown {
-    pub async fn new(ctx: &GpuContext, s: &FusedShape, down: WeightFormat) -> Result<Self> {
+    pub async fn new(
+        ctx: &GpuContext,
+        s: &FusedShape,
+        down: WeightFormat,
+        ix: &LayerIndexing,
+    ) -> Result<Self> {
         s.check()?;
         let lanes = lanes_for(s.n_ff / 8, WORKGROUP);
+        let x_base = layer_grid(
+            ctx,
+            "maxComputeWorkgroupsPerDimension (fused_ffn_down: row groups + layers)",
+            s.n_embd.div_ceil(WORKGROUP / lanes),
+            ix.n_layer,
+        )?;
         let source = compose(&[
             &s.wgsl_prelude(ctx, "", lanes),
             shaders::COMMON,
-            down.decoder(),
+            &layer_prelude(ix, x_base, &[("w", down)]),
             shaders::FUSED_FFN_DOWN,
         ]);
         let mut slots = vec![Slot::Read; 4];
         slots.push(Slot::ReadWrite);
-        let pipeline = Pipeline::new(ctx, "fused_ffn_down", &source, &slots).await?;
+        let pipeline =
+            Pipeline::new_in_group(ctx, "fused_ffn_down", &in_group(source, 3), &slots, 3).await?;
         Ok(Self {
             pipeline,
             shape: *s,
-            lanes,
+            ix: *ix,
+            x_base,
         })
     }
 
+    /// One layer's call (stacked W_down: every layer's).
     pub fn bind(
         &self,
         ctx: &GpuContext,
@@ -755,13 +978,16 @@ impl FusedFfnDown {
         check_buffer(ctx, "fused_ffn_down x_mid", x_mid, u64::from(s.n_embd))?;
         check_buffer(ctx, "fused_ffn_down hidden", hidden, u64::from(s.n_ff))?;
         check_buffer(ctx, "fused_ffn_down x", x, s.residual_len())?;
-        let buffers = [state, x_mid, hidden, single_chunk(ctx, down)?, x];
+        let buffers = [
+            state.into(),
+            x_mid.into(),
+            hidden.into(),
+            weight_res(ctx, down, self.ix.shared(1, false))?,
+            x.into(),
+        ];
         Ok(FusedCall {
             bound: self.pipeline.bind_plain(ctx, &buffers)?,
-            groups: groups_1d(
-                ctx,
-                u64::from(s.n_embd).div_ceil(u64::from(WORKGROUP / self.lanes)),
-            )?,
+            groups: [self.x_base, 1, 1],
         })
     }
 }

@@ -3,7 +3,7 @@
 use super::attention::{AttentionShape, KvFormat};
 use super::{
     check_buffer, check_bytes, check_tokens, compose, grid, max_groups, require, Bound, Pipeline,
-    Slot,
+    Res, Slot,
 };
 use crate::error::Result;
 use crate::gpu::GpuContext;
@@ -58,17 +58,18 @@ impl KvStore {
     /// * `k`, `v`: `[max_tokens, n_head_kv, head_dim]` (k already rotated);
     /// * `k_cache`, `v_cache`: `[n_head_kv, n_ctx, head_dim]` of the kernel's [`KvFormat`].
     #[allow(clippy::too_many_arguments)]
-    pub fn bind(
+    pub fn bind<'a>(
         &self,
         ctx: &GpuContext,
         shape: &AttentionShape,
-        state: &wgpu::Buffer,
-        k: &wgpu::Buffer,
-        v: &wgpu::Buffer,
-        k_cache: &wgpu::Buffer,
-        v_cache: &wgpu::Buffer,
+        state: &'a wgpu::Buffer,
+        k: &'a wgpu::Buffer,
+        v: &'a wgpu::Buffer,
+        k_cache: impl Into<Res<'a>>,
+        v_cache: impl Into<Res<'a>>,
         max_tokens: u32,
     ) -> Result<KvStoreCall> {
+        let (k_cache, v_cache) = (k_cache.into(), v_cache.into());
         shape.validate()?;
         require(max_tokens > 0, "kv_store: max_tokens must be > 0")?;
         let t = u64::from(max_tokens);
@@ -86,9 +87,11 @@ impl KvStore {
         };
         grid((t * shape.kv_row()).div_ceil(WG), max_groups(ctx))?;
         Ok(KvStoreCall {
-            bound: self
-                .pipeline
-                .bind(ctx, &params, &[state, k, v, k_cache, v_cache])?,
+            bound: self.pipeline.bind(
+                ctx,
+                &params,
+                &[state.into(), k.into(), v.into(), k_cache, v_cache],
+            )?,
             per_token: shape.kv_row(),
             max_tokens,
             max_dim: max_groups(ctx),

@@ -95,8 +95,11 @@ impl MatMul {
                     max_groups(ctx),
                 )?;
                 Ok((
-                    self.pipeline
-                        .bind(ctx, &params, &[state, &c.buffer, x, y])?,
+                    self.pipeline.bind(
+                        ctx,
+                        &params,
+                        &[state.into(), c.binding(), x.into(), y.into()],
+                    )?,
                     g,
                 ))
             })

@@ -73,7 +73,8 @@ impl MatVec {
                 let groups = u64::from(c.rows.div_ceil(ROWS_PER_WORKGROUP));
                 let (gx, gy) = grid(groups, max_groups(ctx))?;
                 Ok((
-                    self.pipeline.bind(ctx, &params, &[&c.buffer, x, y])?,
+                    self.pipeline
+                        .bind(ctx, &params, &[c.binding(), x.into(), y.into()])?,
                     [gx, gy, 1],
                 ))
             })

@@ -60,7 +60,8 @@ pub use attention::{Attention, AttentionCall, AttentionMask, AttentionShape, KvF
 pub use embed::{Embed, EmbedCall};
 pub use fused_layer::{
     FusedArch, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown, FusedFfnUp,
-    FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, LayerAttention, LayerVectors, NO_VECTOR,
+    FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, LayerAttention, LayerIndexing,
+    LayerVectors, NO_VECTOR,
 };
 pub use kv_store::{KvStore, KvStoreCall};
 pub use matmul::{MatMul, MatMulCall};
@@ -70,7 +71,7 @@ pub use rope::{Rope, RopeCall, RopeStyle};
 pub use sample::{HeadLogits, HeadLogitsCall, SampleCall, SampleChoose, SampleSelect};
 pub use state::{Advance, AdvanceCall, DecodeState};
 pub use swiglu::{ElementwiseCall, SwiGlu, SwiGluCall};
-pub use weights::{GpuWeight, WeightFormat};
+pub use weights::{GpuWeight, LayerStacks, WeightFormat};
 
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
@@ -84,6 +85,106 @@ pub(crate) enum Slot {
     ReadWrite,
 }
 
+/// A range of a buffer that is bound as one storage binding: one layer's slice of a buffer
+/// that stacks a weight or KV cache of every layer (`offset` a multiple of the device's
+/// minStorageBufferOffsetAlignment).
+#[derive(Debug, Clone)]
+pub struct BufferView {
+    pub buffer: wgpu::Buffer,
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl BufferView {
+    /// The whole of `buffer`.
+    pub fn whole(buffer: wgpu::Buffer) -> Self {
+        let size = buffer.size();
+        Self {
+            buffer,
+            offset: 0,
+            size,
+        }
+    }
+}
+
+/// One buffer holding `count` slots of `slot_bytes` (each starting at a multiple of the
+/// device's minStorageBufferOffsetAlignment), as views, and the stride between slots; `None`
+/// when the whole would exceed maxStorageBufferBindingSize or maxBufferSize (or `count` is 0):
+/// the caller then keeps one buffer per slot.
+pub fn stack_views(
+    ctx: &GpuContext,
+    label: &str,
+    count: usize,
+    slot_bytes: u64,
+) -> Option<(Vec<BufferView>, u64)> {
+    let limits = ctx.device.limits();
+    let align = u64::from(limits.min_storage_buffer_offset_alignment.max(4));
+    let size = slot_bytes.max(4).div_ceil(4) * 4;
+    let stride = size.div_ceil(align) * align;
+    let total = stride.checked_mul(count as u64)?;
+    let cap = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    if count == 0 || total > cap {
+        return None;
+    }
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: total,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let views = (0..count as u64)
+        .map(|i| BufferView {
+            buffer: buffer.clone(),
+            offset: i * stride,
+            size,
+        })
+        .collect();
+    Some((views, stride))
+}
+
+/// What a binding holds: a whole buffer or a [`BufferView`]'s range.
+#[derive(Debug, Clone, Copy)]
+pub struct Res<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl Res<'_> {
+    fn entire(&self) -> bool {
+        self.offset == 0 && self.size == self.buffer.size()
+    }
+    fn overlaps(&self, o: &Res<'_>) -> bool {
+        self.buffer == o.buffer
+            && self.offset < o.offset + o.size
+            && o.offset < self.offset + self.size
+    }
+}
+
+impl<'a> From<&'a wgpu::Buffer> for Res<'a> {
+    fn from(buffer: &'a wgpu::Buffer) -> Self {
+        Self {
+            buffer,
+            offset: 0,
+            size: buffer.size(),
+        }
+    }
+}
+
+impl<'a> From<&'a BufferView> for Res<'a> {
+    fn from(v: &'a BufferView) -> Self {
+        Self {
+            buffer: &v.buffer,
+            offset: v.offset,
+            size: v.size,
+        }
+    }
+}
+
 /// A compiled kernel variant: its pipeline and explicit bind-group layout.
 #[derive(Debug, Clone)]
 pub(crate) struct Pipeline {
@@ -91,6 +192,9 @@ pub(crate) struct Pipeline {
     layout: wgpu::BindGroupLayout,
     slots: Vec<Slot>,
     label: &'static str,
+    /// The bind group index the kernel's bindings use (`@group(group)`; the pipeline layout
+    /// leaves the other indices empty, so bind groups set there stay bound).
+    group: u32,
 }
 
 impl Pipeline {
@@ -102,7 +206,21 @@ impl Pipeline {
         slots: &[Slot],
     ) -> Result<Self> {
         let module = ctx.shader(label, source).await?;
-        Self::from_module(ctx, label, &module, slots).await
+        Self::from_module(ctx, label, &module, slots, 0).await
+    }
+
+    /// [`Pipeline::new`] for a kernel whose bindings are `@group(group)`: its pipeline layout
+    /// has no bind group layout below `group` (WebGPU's null entries), so a pass can keep other
+    /// kernels' bind groups set at those indices while it runs this one.
+    pub(crate) async fn new_in_group(
+        ctx: &GpuContext,
+        label: &'static str,
+        source: &str,
+        slots: &[Slot],
+        group: u32,
+    ) -> Result<Self> {
+        let module = ctx.shader(label, source).await?;
+        Self::from_module(ctx, label, &module, slots, group).await
     }
 
     /// [`Pipeline::new`] for source that is not ours (a user's simulation environment):
@@ -114,7 +232,7 @@ impl Pipeline {
         slots: &[Slot],
     ) -> Result<Self> {
         let module = ctx.shader_checked(label, source).await?;
-        Self::from_module(ctx, label, &module, slots).await
+        Self::from_module(ctx, label, &module, slots, 0).await
     }
 
     async fn from_module(
@@ -122,6 +240,7 @@ impl Pipeline {
         label: &'static str,
         module: &wgpu::ShaderModule,
         slots: &[Slot],
+        group: u32,
     ) -> Result<Self> {
         let entries: Vec<wgpu::BindGroupLayoutEntry> = slots
             .iter()
@@ -149,7 +268,9 @@ impl Pipeline {
         });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(label),
-            bind_group_layouts: &[Some(&layout)],
+            bind_group_layouts: &(0..=group)
+                .map(|g| (g == group).then_some(&layout))
+                .collect::<Vec<_>>(),
             immediate_size: 0,
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -168,15 +289,21 @@ impl Pipeline {
             layout,
             slots: slots.to_vec(),
             label,
+            group,
         })
     }
 
-    /// A bind group with `buffers[i]` (whole) at binding `i`. A buffer bound `read_write` may
-    /// not appear at any other binding (WebGPU validation would reject the dispatch; natively
-    /// that is a panic), so that is checked here as a typed error.
-    fn bind_group(&self, ctx: &GpuContext, buffers: &[&wgpu::Buffer]) -> Result<wgpu::BindGroup> {
+    /// A bind group with `buffers[i]` (a whole buffer or a view's range) at binding `i`. A range
+    /// bound `read_write` may not overlap any other binding, and its buffer may not be bound
+    /// read-only elsewhere (WebGPU validation would reject the dispatch; natively that is a
+    /// panic), so that is checked here as a typed error.
+    fn bind_group(&self, ctx: &GpuContext, buffers: &[Res<'_>]) -> Result<wgpu::BindGroup> {
         for (i, (slot, b)) in self.slots.iter().zip(buffers).enumerate() {
-            let aliased = buffers.iter().enumerate().any(|(j, o)| j != i && *o == *b);
+            let aliased = buffers.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && (b.overlaps(o)
+                        || (b.buffer == o.buffer && self.slots.get(j) != Some(&Slot::ReadWrite)))
+            });
             if *slot == Slot::ReadWrite && aliased {
                 return Err(FuselmError::InvalidArgument(format!(
                     "{}: the buffer written at binding {i} is also bound elsewhere",
@@ -197,7 +324,15 @@ impl Pipeline {
             .enumerate()
             .map(|(i, b)| wgpu::BindGroupEntry {
                 binding: i as u32,
-                resource: b.as_entire_binding(),
+                resource: if b.entire() {
+                    b.buffer.as_entire_binding()
+                } else {
+                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: b.buffer,
+                        offset: b.offset,
+                        size: wgpu::BufferSize::new(b.size),
+                    })
+                },
             })
             .collect();
         Ok(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -208,33 +343,61 @@ impl Pipeline {
     }
 
     /// A [`Bound`] call: a uniform buffer holding `params` at binding 0, then `buffers`.
-    pub(crate) fn bind<P: bytemuck::Pod>(
+    pub(crate) fn bind<'b, P: bytemuck::Pod, B: Into<Res<'b>> + Copy>(
         &self,
         ctx: &GpuContext,
         params: &P,
-        buffers: &[&wgpu::Buffer],
+        buffers: &[B],
+    ) -> Result<Bound> {
+        self.bind_uniform_bytes(ctx, bytemuck::bytes_of(params), buffers)
+    }
+
+    /// [`Pipeline::bind`] with the uniform's bytes given (an array of per-layer `Params`).
+    pub(crate) fn bind_uniform_bytes<'b, B: Into<Res<'b>> + Copy>(
+        &self,
+        ctx: &GpuContext,
+        params: &[u8],
+        buffers: &[B],
     ) -> Result<Bound> {
         let uniform = ctx
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(self.label),
-                contents: bytemuck::bytes_of(params),
+                contents: params,
                 usage: wgpu::BufferUsages::UNIFORM,
             });
-        let mut all = Vec::with_capacity(buffers.len() + 1);
-        all.push(&uniform);
-        all.extend_from_slice(buffers);
+        self.bind_with_uniform(ctx, &uniform, buffers)
+    }
+
+    /// A [`Bound`] call with `uniform` at binding 0 (shared by several bind groups), then
+    /// `buffers`.
+    pub(crate) fn bind_with_uniform<'b, B: Into<Res<'b>> + Copy>(
+        &self,
+        ctx: &GpuContext,
+        uniform: &wgpu::Buffer,
+        buffers: &[B],
+    ) -> Result<Bound> {
+        let mut all: Vec<Res<'_>> = Vec::with_capacity(buffers.len() + 1);
+        all.push(uniform.into());
+        all.extend(buffers.iter().map(|b| (*b).into()));
         Ok(Bound {
             pipeline: self.pipeline.clone(),
             bind_group: self.bind_group(ctx, &all)?,
+            group: self.group,
         })
     }
 
     /// A [`Bound`] call without a uniform (the layout starts at `buffers[0]`).
-    pub(crate) fn bind_plain(&self, ctx: &GpuContext, buffers: &[&wgpu::Buffer]) -> Result<Bound> {
+    pub(crate) fn bind_plain<'b, B: Into<Res<'b>> + Copy>(
+        &self,
+        ctx: &GpuContext,
+        buffers: &[B],
+    ) -> Result<Bound> {
+        let all: Vec<Res<'_>> = buffers.iter().map(|b| (*b).into()).collect();
         Ok(Bound {
             pipeline: self.pipeline.clone(),
-            bind_group: self.bind_group(ctx, buffers)?,
+            bind_group: self.bind_group(ctx, &all)?,
+            group: self.group,
         })
     }
 }
@@ -244,6 +407,7 @@ impl Pipeline {
 pub(crate) struct Bound {
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
+    group: u32,
 }
 
 impl Bound {
@@ -252,8 +416,48 @@ impl Bound {
             return;
         }
         pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.set_bind_group(self.group, &self.bind_group, &[]);
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+    }
+
+    /// [`Bound::dispatch`] within a [`PassState`]: the bind group is set only when it is not
+    /// already bound at its index, and the pipeline only when it changes.
+    pub(crate) fn dispatch_tracked(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        state: &mut PassState,
+        groups: [u32; 3],
+    ) {
+        if groups.contains(&0) {
+            return;
+        }
+        if state.pipeline.as_ref() != Some(&self.pipeline) {
+            pass.set_pipeline(&self.pipeline);
+            state.pipeline = Some(self.pipeline.clone());
+        }
+        let slot = &mut state.groups[self.group as usize];
+        if slot.as_ref() != Some(&self.bind_group) {
+            pass.set_bind_group(self.group, &self.bind_group, &[]);
+            *slot = Some(self.bind_group.clone());
+        }
+        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+    }
+}
+
+/// What a compute pass has set, so that [`Bound::dispatch_tracked`] skips the WebGPU calls
+/// that would set it again (each costs the host microseconds in a browser). A dispatch
+/// recorded with plain [`Bound::dispatch`] must be followed by [`PassState::touched`].
+#[derive(Debug, Default)]
+pub(crate) struct PassState {
+    pipeline: Option<wgpu::ComputePipeline>,
+    groups: [Option<wgpu::BindGroup>; 4],
+}
+
+impl PassState {
+    /// After an untracked dispatch that set its pipeline and a bind group at `group`.
+    pub(crate) fn touched(&mut self, group: u32) {
+        self.pipeline = None;
+        self.groups[group as usize] = None;
     }
 }
 
@@ -293,34 +497,35 @@ pub(crate) fn check_dim(groups: u64, max_per_dim: u32) -> Result<u32> {
 }
 
 /// Checks that `buffer` holds at least `elements` 4-byte values and is bindable as storage.
-pub(crate) fn check_buffer(
+pub(crate) fn check_buffer<'a>(
     ctx: &GpuContext,
     what: &str,
-    buffer: &wgpu::Buffer,
+    buffer: impl Into<Res<'a>>,
     elements: u64,
 ) -> Result<()> {
     check_bytes(ctx, what, buffer, elements.saturating_mul(4))
 }
 
 /// Checks that `buffer` holds at least `needed` bytes and is bindable as storage.
-pub(crate) fn check_bytes(
+pub(crate) fn check_bytes<'a>(
     ctx: &GpuContext,
     what: &str,
-    buffer: &wgpu::Buffer,
+    buffer: impl Into<Res<'a>>,
     needed: u64,
 ) -> Result<()> {
-    if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
+    let r: Res<'a> = buffer.into();
+    if !r.buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
         return Err(FuselmError::InvalidArgument(format!(
             "{what}: buffer lacks STORAGE usage"
         )));
     }
-    if buffer.size() < needed.max(4) {
+    if r.size < needed.max(4) {
         return Err(FuselmError::InvalidArgument(format!(
             "{what}: buffer of {} bytes, needs {needed}",
-            buffer.size()
+            r.size
         )));
     }
-    check_binding_size(ctx, buffer.size())
+    check_binding_size(ctx, r.size)
 }
 
 /// Checks a whole-buffer storage binding against maxStorageBufferBindingSize.

@@ -137,7 +137,16 @@ impl HeadLogits {
                     self.pipeline.bind(
                         ctx,
                         &params,
-                        &[state, x, norm_w, &c.buffer, counts, sampler, logits, best],
+                        &[
+                            state.into(),
+                            x.into(),
+                            norm_w.into(),
+                            c.binding(),
+                            counts.into(),
+                            sampler.into(),
+                            logits.into(),
+                            best.into(),
+                        ],
                     )?,
                     [gx, gy, 1],
                 ))

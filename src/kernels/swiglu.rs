@@ -114,7 +114,7 @@ impl ElementwiseCall {
             &format!("{what}: n and max_tokens must be > 0"),
         )?;
         if let Some(state) = buffers.first() {
-            check_buffer(ctx, what, state, 4)?;
+            check_buffer(ctx, what, *state, 4)?;
         }
         let len = u64::from(max_tokens) * u64::from(n);
         grid(len.div_ceil(ELEMENTWISE_WG), max_groups(ctx))?;

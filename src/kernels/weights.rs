@@ -39,6 +39,7 @@
 //! several buffers ([`WeightChunk`]); kernels record one dispatch per chunk. F16 rows with an
 //! odd `k` are split at even rows only, so every chunk starts on a word.
 
+use super::{BufferView, Res};
 use crate::error::{FuselmError, Result};
 use crate::gguf::{scale_min_k4, GgmlType};
 use crate::gpu::GpuContext;
@@ -151,23 +152,6 @@ impl WeightFormat {
     /// Bytes of one row of `k` values in the GPU layout.
     pub fn gpu_row_bytes(self, k: u64) -> u64 {
         k / self.block_len() * self.gpu_block_bytes()
-    }
-
-    /// The decoder renamed for a kernel that reads several weights: the buffer `w` becomes
-    /// `name`, helpers `w_*` become `name_*` (so `name_load8`), and block-size constants
-    /// `*_WORDS` get a `_name` suffix, so decoders of one format can appear twice in a module.
-    pub(crate) fn decoder_named(self, name: &str) -> String {
-        rename_identifiers(self.decoder(), |id| {
-            if id == "w" {
-                Some(name.to_string())
-            } else if let Some(rest) = id.strip_prefix("w_") {
-                Some(format!("{name}_{rest}"))
-            } else if id.ends_with("_WORDS") {
-                Some(format!("{id}_{name}"))
-            } else {
-                None
-            }
-        })
     }
 
     /// The decoder reading the buffer `buffer` with helpers renamed `prefix_*` (so
@@ -407,13 +391,21 @@ fn repack_q6_k(b: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// One row-range of a weight in its own buffer.
+/// One row-range of a weight: its own buffer, or its slice of a buffer that stacks the same
+/// matrix of every layer ([`LayerStacks`]).
 #[derive(Debug)]
 pub struct WeightChunk {
-    pub buffer: wgpu::Buffer,
+    pub view: BufferView,
     /// Index of the chunk's first row in the whole weight.
     pub row0: u32,
     pub rows: u32,
+}
+
+impl WeightChunk {
+    /// The chunk as a binding.
+    pub fn binding(&self) -> Res<'_> {
+        (&self.view).into()
+    }
 }
 
 /// A `[k, n]` weight (n rows of k values) resident on the GPU in its format.
@@ -487,7 +479,7 @@ impl GpuWeight {
             let end = ((row0 + count) * row_bytes) as usize;
             let buffer = upload_padded(ctx, label, &packed[start..end]);
             chunks.push(WeightChunk {
-                buffer,
+                view: BufferView::whole(buffer),
                 row0: row0 as u32,
                 rows: count as u32,
             });
@@ -505,10 +497,75 @@ impl GpuWeight {
         &self.chunks
     }
 
+    /// Copies one matrix of every layer (`layers`, in order) into one buffer, each layer's rows
+    /// starting at a multiple of the device's offset alignment, and points every weight at its
+    /// slice; the per-layer buffers are released. A kernel that binds the stack reads layer
+    /// `l`'s row `r` as row `l * stride + r`. Returns that stride in rows, or `None` (nothing
+    /// changed) when the layers' formats or shapes differ, a weight is split into chunks, or the
+    /// stack would not fit one storage binding.
+    pub fn stack(ctx: &GpuContext, label: &str, layers: &mut [&mut GpuWeight]) -> Option<u32> {
+        let first = layers.first()?;
+        let (format, k, n) = (first.format, first.k, first.n);
+        let uniform = layers
+            .iter()
+            .all(|w| w.format == format && w.k == k && w.n == n && w.chunks.len() == 1);
+        if !uniform {
+            return None;
+        }
+        let row_bytes = format.gpu_row_bytes(u64::from(k));
+        let align = u64::from(
+            ctx.device
+                .limits()
+                .min_storage_buffer_offset_alignment
+                .max(4),
+        );
+        let step = align / gcd(row_bytes, align);
+        let stride_rows = u64::from(n).div_ceil(step) * step;
+        let slot = u32::try_from(stride_rows).ok()?;
+        let (views, stride) =
+            super::stack_views(ctx, label, layers.len(), stride_rows * row_bytes)?;
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        for (w, view) in layers.iter_mut().zip(views) {
+            debug_assert_eq!(stride, stride_rows * row_bytes);
+            let old = &w.chunks[0].view;
+            encoder.copy_buffer_to_buffer(
+                &old.buffer,
+                old.offset,
+                &view.buffer,
+                view.offset,
+                old.size,
+            );
+            w.chunks[0].view = BufferView {
+                size: old.size,
+                ..view
+            };
+        }
+        ctx.queue.submit([encoder.finish()]);
+        Some(slot)
+    }
+
     /// Bytes of the whole weight on the GPU (what a matrix–vector product streams).
     pub fn gpu_bytes(&self) -> u64 {
         self.format.gpu_row_bytes(u64::from(self.k)) * u64::from(self.n)
     }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Which layer matrices live in per-role stacks ([`GpuWeight::stack`]): the stride in rows
+/// between layers for wq, wk, wv, wo, gate, up, down (in that order), 0 where that matrix has
+/// one buffer per layer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LayerStacks {
+    pub stride_rows: [u32; 7],
 }
 
 /// A storage buffer holding `data` zero-padded to whole words, written straight from `data`
@@ -555,15 +612,17 @@ fn rows_per_chunk(format: WeightFormat, k: u64, max_bytes: u64) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn named_decoders_rename_only_their_own_identifiers() {
-        let q = WeightFormat::Q4_1.decoder_named("wq");
-        assert!(q.contains("fn wq_load8(") && q.contains("wq[base]"));
-        assert!(q.contains("const Q4_1_WORDS_wq") && !q.contains("w[") && !q.contains("w_load8"));
+    fn renamed_decoders_rename_only_their_own_identifiers() {
+        let q = WeightFormat::Q4_1.decoder_reading("wq", "wq_at");
+        assert!(q.contains("fn wq_at_load8(") && q.contains("wq[base]"));
+        assert!(
+            q.contains("const Q4_1_WORDS_wq_at") && !q.contains("w[") && !q.contains("w_load8")
+        );
         assert!(q.contains("unpack2x16float") && q.contains("nibbles4"));
-        let h = WeightFormat::F16.decoder_named("wk");
-        assert!(h.contains("raw.w)") && h.contains("fn wk_fetch(") && h.contains("wk[j]"));
+        let h = WeightFormat::F16.decoder_reading("wk", "wk_at");
+        assert!(h.contains("raw.w)") && h.contains("fn wk_at_fetch(") && h.contains("wk[j]"));
         assert_eq!(
-            WeightFormat::F32.decoder_named("w"),
+            WeightFormat::F32.decoder_reading("w", "w"),
             WeightFormat::F32.decoder()
         );
     }

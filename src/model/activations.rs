@@ -4,7 +4,7 @@
 use crate::error::{FuselmError, Result};
 use crate::gguf::ModelConfig;
 use crate::gpu::GpuContext;
-use crate::kernels::{DecodeState, KvFormat};
+use crate::kernels::{stack_views, BufferView, DecodeState, KvFormat};
 
 pub struct Activations {
     pub n_ctx: u32,
@@ -29,9 +29,14 @@ pub struct Activations {
     pub logits: wgpu::Buffer, // [vocab]
     /// `[max_batch, vocab]`, only for teacher forcing / evaluation.
     pub logits_all: Option<wgpu::Buffer>,
-    /// Per layer `[n_head_kv, n_ctx, head_dim]` in the model's KV format (f32 or f16).
-    pub k_cache: Vec<wgpu::Buffer>,
-    pub v_cache: Vec<wgpu::Buffer>,
+    /// Per layer `[n_head_kv, n_ctx, head_dim]` in the model's KV format (f32 or f16): views
+    /// into one buffer that stacks every layer's K (and one for V) when it fits a storage
+    /// binding, so the fused kernels bind all layers at once; else one buffer per layer.
+    pub k_cache: Vec<BufferView>,
+    pub v_cache: Vec<BufferView>,
+    /// Bytes from one layer's K (or V) view to the next's in the stacked buffers; `None`:
+    /// one buffer per layer.
+    pub kv_stride: Option<u64>,
 }
 
 fn f32s(ctx: &GpuContext, label: &str, len: u64) -> Result<wgpu::Buffer> {
@@ -77,12 +82,30 @@ impl Activations {
         let ff = u64::from(c.n_ff);
         let vocab = u64::from(c.vocab_size);
         let cache_bytes = kv_dim * u64::from(n_ctx) * kv.bytes();
-        let mut k_cache = Vec::new();
-        let mut v_cache = Vec::new();
-        for i in 0..c.n_layers {
-            k_cache.push(storage(ctx, &format!("k_cache.{i}"), cache_bytes)?);
-            v_cache.push(storage(ctx, &format!("v_cache.{i}"), cache_bytes)?);
-        }
+        let layers = c.n_layers as usize;
+        let (k_cache, v_cache, kv_stride) = match (
+            stack_views(ctx, "k_cache", layers, cache_bytes),
+            stack_views(ctx, "v_cache", layers, cache_bytes),
+        ) {
+            (Some((k, stride)), Some((v, _))) => (k, v, Some(stride)),
+            _ => {
+                let mut k = Vec::with_capacity(layers);
+                let mut v = Vec::with_capacity(layers);
+                for i in 0..c.n_layers {
+                    k.push(BufferView::whole(storage(
+                        ctx,
+                        &format!("k_cache.{i}"),
+                        cache_bytes,
+                    )?));
+                    v.push(BufferView::whole(storage(
+                        ctx,
+                        &format!("v_cache.{i}"),
+                        cache_bytes,
+                    )?));
+                }
+                (k, v, None)
+            }
+        };
         let tokens = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tokens"),
             size: u64::from(n_ctx) * 4,
@@ -120,6 +143,7 @@ impl Activations {
             },
             k_cache,
             v_cache,
+            kv_stride,
         })
     }
 }

@@ -14,12 +14,13 @@ use super::gpu_weights::ModelWeights;
 use crate::error::Result;
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
+use crate::kernels::fused_layer::uniform_array;
 use crate::kernels::sample::{head_groups, select_lists};
 use crate::kernels::{
     Embed, EmbedCall, FusedArch, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown,
     FusedFfnUp, FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, HeadLogits, HeadLogitsCall,
-    KvFormat, LayerAttention, LayerVectors, SampleCall, SampleChoose, SampleSelect, WeightFormat,
-    NO_VECTOR,
+    KvFormat, LayerAttention, LayerIndexing, LayerVectors, PassState, SampleCall, SampleChoose,
+    SampleSelect, WeightFormat, NO_VECTOR,
 };
 use crate::sampling::{SamplerParams, MAX_CANDIDATES};
 use std::collections::HashMap;
@@ -313,35 +314,72 @@ impl FusedDecode {
         // The layers' residual stream: embed writes it, every fused_ffn_down rewrites it.
         let x = buffers.resid.as_ref().unwrap_or(&acts.x);
         let vecs = &buffers.vectors.buffer;
+        // One bind group per kernel role for every layer where the role's weights (and for
+        // attention the KV caches) are stacked; else one per layer.
+        let n_layer = weights.layers.len() as u32;
+        let st = weights.stacks.stride_rows;
+        let kv4 = acts.kv_stride.map_or(0, |b| (b / (4 * kv.bytes())) as u32);
+        let indexing = |strides: &[u32], kv_stride: Option<u32>| {
+            let mut i = LayerIndexing {
+                n_layer,
+                weight_strides: [0; 3],
+                kv_stride: kv_stride.unwrap_or(0),
+            };
+            i.weight_strides[..strides.len()].copy_from_slice(strides);
+            if !i.shared(strides.len(), kv_stride.is_some()) {
+                i.weight_strides = [0; 3];
+                i.kv_stride = 0;
+            }
+            i
+        };
+        let ix_qkv = indexing(&st[0..3], None);
+        let ix_att = indexing(&st[3..4], Some(kv4));
+        let ix_up = indexing(&st[4..6], None);
+        let ix_down = indexing(&st[6..7], None);
         let mut qkv_k: HashMap<[WeightFormat; 3], FusedQkv> = HashMap::new();
         let mut att_k: HashMap<WeightFormat, FusedAttention> = HashMap::new();
         let mut up_k: HashMap<[WeightFormat; 2], FusedFfnUp> = HashMap::new();
         let mut down_k: HashMap<WeightFormat, FusedFfnDown> = HashMap::new();
-        let mut layers = Vec::with_capacity(weights.layers.len());
-        for (l, w) in weights.layers.iter().enumerate() {
+        for w in &weights.layers {
             let fq = [w.wq.format, w.wk.format, w.wv.format];
             if let std::collections::hash_map::Entry::Vacant(e) = qkv_k.entry(fq) {
-                e.insert(FusedQkv::new(ctx, &s, fq[0], fq[1], fq[2]).await?);
+                e.insert(FusedQkv::new(ctx, &s, fq[0], fq[1], fq[2], &ix_qkv).await?);
             }
             if let std::collections::hash_map::Entry::Vacant(e) = att_k.entry(w.wo.format) {
-                e.insert(FusedAttention::new(ctx, &s, kv, w.wo.format).await?);
+                e.insert(FusedAttention::new(ctx, &s, kv, w.wo.format, &ix_att).await?);
             }
             let fu = [w.w_gate.format, w.w_up.format];
             if let std::collections::hash_map::Entry::Vacant(e) = up_k.entry(fu) {
-                e.insert(FusedFfnUp::new(ctx, &s, fu[0], fu[1]).await?);
+                e.insert(FusedFfnUp::new(ctx, &s, fu[0], fu[1], &ix_up).await?);
             }
             if let std::collections::hash_map::Entry::Vacant(e) = down_k.entry(w.w_down.format) {
-                e.insert(FusedFfnDown::new(ctx, &s, w.w_down.format).await?);
+                e.insert(FusedFfnDown::new(ctx, &s, w.w_down.format, &ix_down).await?);
             }
-            let b = &buffers;
-            let lv = &b.vectors.layers[l];
+        }
+        // The per-layer uniform arrays (any pipeline variant of a role reads the same one).
+        let (mut qkv_p, mut att_p, mut up_p) = (Vec::new(), Vec::new(), Vec::new());
+        for (l, w) in weights.layers.iter().enumerate() {
+            let lv = &buffers.vectors.layers[l];
             let (window, rope_freq_base) = config.layer_attention(l as u32);
             let attention = LayerAttention {
                 scale: config.attention_scale,
                 window,
                 rope_freq_base,
             };
-            layers.push(FusedLayer {
+            let fq = [w.wq.format, w.wk.format, w.wv.format];
+            qkv_p.push(qkv_k[&fq].params(ctx, vecs, lv, rope_freq_base)?);
+            att_p.push(att_k[&w.wo.format].params(ctx, vecs, lv, &attention)?);
+            up_p.push(up_k[&[w.w_gate.format, w.w_up.format]].params(ctx, vecs, lv)?);
+        }
+        let qkv_u = uniform_array(ctx, "fused_qkv layers", &qkv_p);
+        let att_u = uniform_array(ctx, "fused_attention layers", &att_p);
+        let up_u = uniform_array(ctx, "fused_ffn_up layers", &up_p);
+        let mut layers: Vec<FusedLayer> = Vec::with_capacity(weights.layers.len());
+        for (l, w) in weights.layers.iter().enumerate() {
+            let b = &buffers;
+            let fq = [w.wq.format, w.wk.format, w.wv.format];
+            let fu = [w.w_gate.format, w.w_up.format];
+            let mut layer = FusedLayer {
                 bytes: [
                     w.wq.gpu_bytes() + w.wk.gpu_bytes() + w.wv.gpu_bytes(),
                     w.wo.gpu_bytes(),
@@ -350,11 +388,10 @@ impl FusedDecode {
                 ],
                 qkv: qkv_k[&fq].bind(
                     ctx,
+                    &qkv_u,
                     &acts.state,
                     x,
                     vecs,
-                    lv,
-                    rope_freq_base,
                     &w.wq,
                     &w.wk,
                     &w.wv,
@@ -362,6 +399,7 @@ impl FusedDecode {
                 )?,
                 attention: att_k[&w.wo.format].bind(
                     ctx,
+                    &att_u,
                     &acts.state,
                     &b.qkv,
                     &acts.k_cache[l],
@@ -369,16 +407,14 @@ impl FusedDecode {
                     &w.wo,
                     &b.part,
                     vecs,
-                    lv,
-                    &attention,
                 )?,
                 ffn_up: up_k[&fu].bind(
                     ctx,
+                    &up_u,
                     &acts.state,
                     x,
                     &b.part,
                     vecs,
-                    lv,
                     &w.w_gate,
                     &w.w_up,
                     &b.x_mid,
@@ -392,7 +428,24 @@ impl FusedDecode {
                     &w.w_down,
                     x,
                 )?,
-            });
+            };
+            // A role bound over stacked buffers has the same bind group for every layer: keep
+            // layer 0's, so a pass sets it once.
+            if let Some(first) = layers.first() {
+                if ix_qkv.shared(3, false) {
+                    layer.qkv = first.qkv.clone();
+                }
+                if ix_att.shared(1, true) {
+                    layer.attention = first.attention.clone();
+                }
+                if ix_up.shared(2, false) {
+                    layer.ffn_up = first.ffn_up.clone();
+                }
+                if ix_down.shared(1, false) {
+                    layer.ffn_down = first.ffn_down.clone();
+                }
+            }
+            layers.push(layer);
         }
         let embed = Embed::new(ctx, weights.tok_embd.format)
             .await?
@@ -426,17 +479,27 @@ impl FusedDecode {
     }
 
     /// Records one decode step's body (embed + layers) for a step that sees at most `max_len`
-    /// positions (sizes the attention grid; extra chunk workgroups exit at once).
-    pub fn record_body(&self, pass: &mut wgpu::ComputePass<'_>, max_len: u32) -> Result<()> {
+    /// positions (sizes the attention grid; extra chunk workgroups exit at once). `state`
+    /// tracks what the pass has set across steps: the layer kernels' bind groups stay set at
+    /// indices 0–3 (embed, the post norm and the head use index 0).
+    pub fn record_body(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        state: &mut PassState,
+        max_len: u32,
+    ) -> Result<()> {
         self.embed.record(pass, 1)?;
-        for l in &self.layers {
-            l.qkv.record(pass);
-            l.attention.record(pass, max_len);
-            l.ffn_up.record(pass, max_len);
-            l.ffn_down.record(pass);
+        state.touched(0);
+        for (i, l) in self.layers.iter().enumerate() {
+            let layer = i as u32;
+            l.qkv.record_layer(pass, state, layer);
+            l.attention.record_layer(pass, state, layer, max_len);
+            l.ffn_up.record_layer(pass, state, layer, max_len);
+            l.ffn_down.record_layer(pass, state, layer);
         }
         if let Some(call) = &self.post_norm {
             call.record(pass);
+            state.touched(0);
         }
         Ok(())
     }
@@ -445,26 +508,27 @@ impl FusedDecode {
     /// positions; `kv_bytes_per_position` is one layer's K+V bytes per position and head.
     pub fn roles(&self, len: u32, kv_bytes_per_position: u64, n_head: u64) -> Vec<RoleCall<'_>> {
         let mut out = Vec::new();
-        for l in &self.layers {
+        for (i, l) in self.layers.iter().enumerate() {
+            let layer = i as u32;
             out.push(RoleCall {
                 role: "norm+qkv+rope",
                 bytes: l.bytes[0],
-                record: Box::new(move |p| l.qkv.record(p)),
+                record: Box::new(move |p| l.qkv.record_at(p, layer)),
             });
             out.push(RoleCall {
                 role: "kv-append+attention+o-proj",
                 bytes: l.bytes[1] + kv_bytes_per_position * u64::from(len) * n_head,
-                record: Box::new(move |p| l.attention.record(p, len)),
+                record: Box::new(move |p| l.attention.record(p, layer, len)),
             });
             out.push(RoleCall {
                 role: "combine+norm+gate/up+swiglu",
                 bytes: l.bytes[2],
-                record: Box::new(move |p| l.ffn_up.record(p, len)),
+                record: Box::new(move |p| l.ffn_up.record(p, layer, len)),
             });
             out.push(RoleCall {
                 role: "down+residual",
                 bytes: l.bytes[3],
-                record: Box::new(move |p| l.ffn_down.record(p)),
+                record: Box::new(move |p| l.ffn_down.record_at(p, layer)),
             });
         }
         if let Some(call) = &self.post_norm {

@@ -24,7 +24,7 @@ use crate::clock::now_seconds;
 use crate::error::{FuselmError, Result};
 use crate::gpu::{GpuContext, StagedRead};
 use crate::kernels::megakernel::MegaParams;
-use crate::kernels::DecodeState;
+use crate::kernels::{DecodeState, PassState};
 use crate::sampling::{reference, SamplerParams};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -555,10 +555,14 @@ impl GpuModel {
                 let mut enc = Self::encoder(ctx);
                 {
                     let mut pass = enc.begin_compute_pass(&Default::default());
+                    let mut set = PassState::default();
                     for i in 0..steps {
                         // The step producing token index recorded + i sees n + recorded + i keys.
-                        fused.decode.record_body(&mut pass, n + recorded + i)?;
+                        fused
+                            .decode
+                            .record_body(&mut pass, &mut set, n + recorded + i)?;
                         fused.choice.record(&mut pass, sampling);
+                        set.touched(0);
                     }
                 }
                 let read = StagedRead::copy_pooled(

@@ -236,11 +236,12 @@ impl GpuModel {
     pub(crate) async fn from_weights(
         ctx: GpuContext,
         config: ModelConfig,
-        weights: ModelWeights,
+        mut weights: ModelWeights,
         options: &LoadOptions,
         scopes: LoadScopes,
     ) -> Result<Self> {
         let (n_ctx, max_batch, kv) = sizes(&config, options);
+        weights.stack_layers(&ctx);
         let built = async {
             let kernels = Kernels::new(&ctx, &weights, kv).await?;
             let acts = Activations::new(&ctx, &config, n_ctx, max_batch, kv, false)?;
@@ -298,7 +299,7 @@ impl GpuModel {
     /// GPU memory this model holds, by purpose.
     pub fn memory(&self) -> MemoryUse {
         let a = &self.acts;
-        let kv_cache: u64 = a.k_cache.iter().chain(&a.v_cache).map(|b| b.size()).sum();
+        let kv_cache: u64 = a.k_cache.iter().chain(&a.v_cache).map(|b| b.size).sum();
         let mut activations: u64 = [
             &a.state, &a.tokens, &a.x, &a.xn, &a.q, &a.k, &a.v, &a.att, &a.o, &a.gate, &a.up,
             &a.hidden, &a.x_last, &a.logits,

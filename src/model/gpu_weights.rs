@@ -5,7 +5,7 @@ use crate::gguf::{
     dequantize_tensor, layer_tensor, Gguf, GgufError, ModelConfig, TensorInfo, LAYER_TENSORS,
 };
 use crate::gpu::GpuContext;
-use crate::kernels::GpuWeight;
+use crate::kernels::{GpuWeight, LayerStacks};
 use wgpu::util::DeviceExt;
 
 /// One transformer block's weights on the GPU.
@@ -85,6 +85,8 @@ pub struct ModelWeights {
     pub output_norm: wgpu::Buffer,
     /// `None`: the output head is `tok_embd` (tied embeddings).
     pub output: Option<GpuWeight>,
+    /// Which layer matrices are stacked across layers ([`ModelWeights::stack_layers`]).
+    pub stacks: LayerStacks,
 }
 
 /// A tensor on the GPU as the loader uploads it: norms as f32 vectors, everything else as
@@ -245,7 +247,35 @@ impl ModelWeights {
             layers,
             output_norm,
             output,
+            stacks: LayerStacks::default(),
         })
+    }
+
+    /// Moves each layer matrix role (wq, wk, …, down) into one buffer for all layers where the
+    /// layers agree on its format and shape and the stack fits a storage binding
+    /// ([`GpuWeight::stack`]), so the fused kernels bind every layer at once. Call before
+    /// anything binds the weights. Costs no memory once done (the per-layer buffers are
+    /// released; while copying, one role's matrices exist twice).
+    pub fn stack_layers(&mut self, ctx: &GpuContext) {
+        let mut stacks = LayerStacks::default();
+        for role in 0..7 {
+            let mut ws: Vec<&mut GpuWeight> = self
+                .layers
+                .iter_mut()
+                .map(|l| match role {
+                    0 => &mut l.wq,
+                    1 => &mut l.wk,
+                    2 => &mut l.wv,
+                    3 => &mut l.wo,
+                    4 => &mut l.w_gate,
+                    5 => &mut l.w_up,
+                    _ => &mut l.w_down,
+                })
+                .collect();
+            let label = ["wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down"][role];
+            stacks.stride_rows[role] = GpuWeight::stack(ctx, label, &mut ws).unwrap_or(0);
+        }
+        self.stacks = stacks;
     }
 
     pub fn head(&self) -> &GpuWeight {

@@ -129,8 +129,8 @@ impl<'w> ArenaPlan<'w> {
         for c in w.chunks() {
             let bytes = u64::from(c.rows) * row_bytes;
             self.copies.push((
-                &c.buffer,
-                0,
+                &c.view.buffer,
+                c.view.offset,
                 start * 4 + u64::from(c.row0) * row_bytes,
                 bytes,
             ));

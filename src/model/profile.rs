@@ -6,6 +6,7 @@
 use super::generation::{GenerationRequest, Strategy};
 use super::gpu_model::GpuModel;
 use crate::error::Result;
+use crate::kernels::PassState;
 use crate::probe::timer::PassTimer;
 use crate::sampling::SamplingOptions;
 use serde::{Deserialize, Serialize};
@@ -104,7 +105,7 @@ impl GpuModel {
         for _ in 0..reps.max(1) {
             let t = timer
                 .time_pass(&self.ctx, |p| {
-                    let _ = fused.decode.record_body(p, len);
+                    let _ = fused.decode.record_body(p, &mut PassState::default(), len);
                     fused.choice.record(p, false);
                 })
                 .await?;
