@@ -46,7 +46,8 @@ const prompts = [
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const results = [];
 for (const { prompt, chat } of prompts) {
-  for (const strategy of ["unfused", "fused"]) {
+  // STRATEGIES=fused: only those (comma-separated), e.g. for an A/B of two builds.
+  for (const strategy of (process.env.STRATEGIES ?? "unfused,fused").split(",")) {
     const options = { maxTokens: 128, chat, strategy };
     await model.generate(prompt, options).result(); // warm-up
     const decode = [], prefill = [], record = [];

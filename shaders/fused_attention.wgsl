@@ -136,7 +136,10 @@ fn main(
     }
     let layer = nwg.x - X_BASE;
     enter_layer(layer);
-    p = lp[layer];
+    p = lp[layer]; // for helper functions
+    // main's own copy: a uniform load, so control flow on it is uniform (a private variable
+    // is not, to Tint's uniformity analysis).
+    let p = lp[layer];
     let h = wg.x;
     let c = wg.y;
     // Rows of Wo this workgroup projects: block wg.z of nwg.z.

@@ -129,7 +129,10 @@ fn main(
     }
     let layer = nwg.x - X_BASE;
     enter_layer(layer);
-    p = lp[layer];
+    p = lp[layer]; // for helper functions
+    // main's own copy: a uniform load, so control flow on it is uniform (a private variable
+    // is not, to Tint's uniformity analysis).
+    let p = lp[layer];
     let lane = lid % LANES;
     let block0 = wg.x * RPASS;
     let row0 = min(block0 * ROWS + lid / LANES, N_FF - 1u);

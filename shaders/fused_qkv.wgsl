@@ -91,7 +91,10 @@ fn main(
     }
     let layer = nwg.x - X_BASE;
     enter_layer(layer);
-    p = lp[layer];
+    p = lp[layer]; // for helper functions
+    // main's own copy: a uniform load, so control flow on it is uniform (a private variable
+    // is not, to Tint's uniformity analysis).
+    let p = lp[layer];
     // This workgroup's ROWS slots; regions (Q, K, V) are multiples of ROWS rows (ROWS <= 8 and
     // head_dim % 8 == 0).
     let slot0 = wg.x * ROWS;
