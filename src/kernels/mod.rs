@@ -14,7 +14,10 @@
 //! kernel reads it, then the inputs, then the outputs (`read_write`). Each `Params` is a
 //! `#[repr(C)]` bytemuck struct whose size is asserted at compile time and mirrored field for
 //! field (same order, 16-byte multiple) by the `Params` struct at the top of its WGSL file.
-//! Activations are f32, row-major `[n_tokens, dim]`.
+//! Activations are f32, row-major `[n_tokens, dim]`. The fused layer kernels are the exception
+//! ([`fused_layer::LayerIndexing`]): their bindings move to `@group(1..3)` by role (qkv stays in
+//! 0), binding 0 is an array of per-layer `Params`, and a binding may be a [`BufferView`]
+//! (one layer's slice of a stacked buffer) or the whole stack.
 //!
 //! # The `state` buffer: nothing per token comes from the CPU
 //! Per-token inputs live in GPU buffers, never in uniforms written between dispatches:
