@@ -112,6 +112,65 @@ async fn matvec_chunked() {
 }
 gpu_test!(matvec_row_chunks, matvec_chunked);
 
+/// Layer weights moved into one stacked buffer (`GpuWeight::stack`, what the fused layer kernels
+/// bind for every layer): each layer's weight is then a view at a nonzero offset, and MatVec
+/// through it still matches the reference; weights that differ in shape are left alone.
+async fn matvec_stacked() {
+    let ctx = context().await;
+    // Q8_0 rows of 72 bytes (odd row counts, so each layer's slot is padded to the offset
+    // alignment); F16 with odd k (rows not word-aligned); Q4_K superblocks.
+    let cases = [
+        (WeightFormat::Q8_0, 64, 33),
+        (WeightFormat::F16, 33, 101),
+        (WeightFormat::Q4_K, 256, 45),
+    ];
+    for (i, (format, k, n)) in cases.into_iter().enumerate() {
+        let kernel = MatVec::new(&ctx, format).await.expect("pipeline");
+        let mut rng = Rng::new(40 + i as u64);
+        let layers: Vec<_> = (0..3).map(|_| weights(&mut rng, format, k, n)).collect();
+        let mut ws: Vec<GpuWeight> = layers
+            .iter()
+            .map(|(bytes, _, ty)| {
+                GpuWeight::upload(&ctx, "w", *ty, k as u64, n as u64, bytes).expect("upload")
+            })
+            .collect();
+        let stride = GpuWeight::stack(&ctx, "stack", &mut ws.iter_mut().collect::<Vec<_>>())
+            .expect("uniform layers stack");
+        assert!(stride as usize >= n, "stride {stride} rows < n = {n}");
+        let align = u64::from(ctx.device.limits().min_storage_buffer_offset_alignment);
+        for (l, (w, (_, dense, _))) in ws.iter().zip(&layers).enumerate() {
+            let view = &w.chunks()[0].view;
+            assert_eq!(view.offset % align, 0, "layer {l}'s offset is aligned");
+            assert_eq!(view.buffer, ws[0].chunks()[0].view.buffer, "one buffer");
+            let x = rng.vec(k, 1.0);
+            let xb = buffer_f32(&ctx, &x);
+            let yb = poisoned(&ctx, n);
+            let call = kernel.bind(&ctx, w, &xb, &yb).expect("bind");
+            run(&ctx, |pass| call.record(pass));
+            let got = read_f32(&ctx, &yb, n).await;
+            let want = reference::matvec(dense, &x, k, n);
+            let tol = dot_tolerance(dense, &x, k, REL);
+            assert_within(&format!("stacked {format:?} layer {l}"), &got, &want, &tol);
+        }
+        // A layer of another shape: nothing is stacked, every weight keeps its own buffer.
+        let (bytes, _, ty) = weights(&mut rng, format, k, n + 1);
+        let mut other =
+            GpuWeight::upload(&ctx, "w", ty, k as u64, n as u64 + 1, &bytes).expect("upload");
+        let mut fresh = GpuWeight::upload(&ctx, "w", layers[0].2, k as u64, n as u64, &layers[0].0)
+            .expect("upload");
+        assert_eq!(
+            GpuWeight::stack(&ctx, "stack", &mut [&mut fresh, &mut other]),
+            None
+        );
+        assert_eq!(fresh.chunks()[0].view.offset, 0);
+        assert_eq!(
+            fresh.chunks()[0].view.size,
+            fresh.chunks()[0].view.buffer.size()
+        );
+    }
+}
+gpu_test!(matvec_through_stacked_layer_weights, matvec_stacked);
+
 async fn check_matmul(
     ctx: &GpuContext,
     kernel: &MatMul,
