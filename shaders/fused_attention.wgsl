@@ -132,14 +132,10 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     if wg.x >= X_BASE {
-        return; // the grid's extra columns only carry the layer (kernels::fused_layer::LayerIndexing)
+        return; // extra columns carry the layer (kernels::fused_layer::LayerIndexing)
     }
-    let layer = nwg.x - X_BASE;
-    enter_layer(layer);
-    p = lp[layer]; // for helper functions
-    // main's own copy: a uniform load, so control flow on it is uniform (a private variable
-    // is not, to Tint's uniformity analysis).
-    let p = lp[layer];
+    // main's own p: a uniform load (the private copy is non-uniform to Tint's analysis).
+    let p = lp[enter_layer(nwg.x)];
     let h = wg.x;
     let c = wg.y;
     // Rows of Wo this workgroup projects: block wg.z of nwg.z.

@@ -32,10 +32,9 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     if wg.x >= X_BASE {
-        return; // the grid's extra columns only carry the layer (kernels::fused_layer::LayerIndexing)
+        return; // extra columns carry the layer (kernels::fused_layer::LayerIndexing)
     }
-    let layer = nwg.x - X_BASE;
-    enter_layer(layer);
+    enter_layer(nwg.x);
     let lane = lid % LANES;
     let out_row = wg.x * ROWS + lid / LANES;
     let row = min(out_row, N_EMBD - 1u);

@@ -291,15 +291,27 @@ impl LayerIndexing {
 }
 
 /// The WGSL that makes a layer kernel layer-indexed ([`LayerIndexing`]): `N_LAYER`, `X_BASE`,
-/// `enter_layer(layer)` (sets the rows' offsets and `kv_base`), and for each weight `(name,
-/// stride)` the decoder reading binding `name` with `name_fetch/_decode/_load8` wrappers that
-/// add this layer's row offset.
-fn layer_prelude(ix: &LayerIndexing, x_base: u32, weights: &[(&str, WeightFormat)]) -> String {
+/// `enter_layer(num_workgroups.x)` (returns the layer; sets the rows' offsets, `kv_base` and,
+/// with `params`, the private `p = lp[layer]` for helper functions), and for each weight
+/// `(name, format)` the decoder reading binding `name` with `name_fetch/_decode/_load8`
+/// wrappers that add this layer's row offset.
+fn layer_prelude(
+    ix: &LayerIndexing,
+    x_base: u32,
+    weights: &[(&str, WeightFormat)],
+    params: bool,
+) -> String {
     let mut out = format!(
         "const N_LAYER: u32 = {}u;\nconst X_BASE: u32 = {x_base}u;\nvar<private> kv_base: u32;\n",
         ix.n_layer
     );
-    let mut enter = format!("    kv_base = layer * {}u;\n", ix.kv_stride);
+    let mut enter = format!(
+        "    let layer = nwg_x - X_BASE;\n    kv_base = layer * {}u;\n",
+        ix.kv_stride
+    );
+    if params {
+        enter.push_str("    p = lp[layer];\n");
+    }
     for (i, (name, format)) in weights.iter().enumerate() {
         let stride = ix.weight_strides[i];
         out.push_str(&format!("var<private> row_{name}: u32;\n"));
@@ -319,7 +331,9 @@ fn {name}_load8(row: u32, u: u32, k: u32) -> W8 {{
 "
         ));
     }
-    out.push_str(&format!("fn enter_layer(layer: u32) {{\n{enter}}}\n"));
+    out.push_str(&format!(
+        "fn enter_layer(nwg_x: u32) -> u32 {{\n{enter}    return layer;\n}}\n"
+    ));
     out
 }
 
@@ -443,7 +457,7 @@ impl FusedQkv {
             &s.wgsl_prelude(ctx, "", lanes),
             shaders::COMMON,
             shaders::ROPE_MATH,
-            &layer_prelude(ix, x_base, &[("wq", q), ("wk", k), ("wv", v)]),
+            &layer_prelude(ix, x_base, &[("wq", q), ("wk", k), ("wv", v)], true),
             shaders::FUSED_QKV,
         ]);
         let mut slots = vec![Slot::Uniform];
@@ -592,7 +606,7 @@ impl FusedAttention {
             &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
             shaders::COMMON,
             shaders::ROPE_MATH,
-            &layer_prelude(ix, x_base, &[("wo", o)]),
+            &layer_prelude(ix, x_base, &[("wo", o)], true),
             shaders::FUSED_ATTENTION,
         ]);
         let slots = [
@@ -804,7 +818,7 @@ impl FusedFfnUp {
                         "const SINGLE_CHUNK: bool = {single};\nconst RPASS: u32 = {passes}u;\n"
                     ),
                     shaders::COMMON,
-                    &layer_prelude(ix, x_base, &[("wgate", gate), ("wup", up)]),
+                    &layer_prelude(ix, x_base, &[("wgate", gate), ("wup", up)], true),
                     shaders::FUSED_FFN_UP,
                 ]),
                 2,
@@ -945,7 +959,7 @@ impl FusedFfnDown {
         let source = compose(&[
             &s.wgsl_prelude(ctx, "", lanes),
             shaders::COMMON,
-            &layer_prelude(ix, x_base, &[("w", down)]),
+            &layer_prelude(ix, x_base, &[("w", down)], false),
             shaders::FUSED_FFN_DOWN,
         ]);
         let mut slots = vec![Slot::Read; 4];
