@@ -7,6 +7,10 @@
 //! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes × [`ffn_up_passes`]) |
 //! | 4 | `fused_ffn_down` | down projection + residual | n_embd / (256 / lanes) |
 //!
+//! Each grid's x extent carries the layer on top (`layer` extra columns that return at once:
+//! [`LayerIndexing`]), so one bind group per role serves every layer whose weights are stacked,
+//! and dispatch `k` of a layer binds at group index `k - 1`.
+//!
 //! Architectures beyond plain llama blocks ([`FusedArch`]) keep the four dispatches: Q/K/V
 //! biases ride in `fused_qkv`; per-head Q/K norms move RoPE into `fused_attention` (which holds
 //! whole heads); a post-attention norm is applied where `fused_ffn_up` rebuilds the attention
