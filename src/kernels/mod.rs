@@ -47,6 +47,7 @@ mod attention;
 mod embed;
 pub mod fused_layer;
 mod kv_store;
+mod layer_indexing;
 mod matmul;
 mod matvec;
 pub mod megakernel;
@@ -425,23 +426,23 @@ impl Bound {
 
     /// [`Bound::dispatch`] within a [`PassState`]: the bind group is set only when it is not
     /// already bound at its index, and the pipeline only when it changes.
-    pub(crate) fn dispatch_tracked(
-        &self,
+    pub(crate) fn dispatch_tracked<'a>(
+        &'a self,
         pass: &mut wgpu::ComputePass<'_>,
-        state: &mut PassState,
+        state: &mut PassState<'a>,
         groups: [u32; 3],
     ) {
         if groups.contains(&0) {
             return;
         }
-        if state.pipeline.as_ref() != Some(&self.pipeline) {
+        if state.pipeline != Some(&self.pipeline) {
             pass.set_pipeline(&self.pipeline);
-            state.pipeline = Some(self.pipeline.clone());
+            state.pipeline = Some(&self.pipeline);
         }
         let slot = &mut state.groups[self.group as usize];
-        if slot.as_ref() != Some(&self.bind_group) {
+        if *slot != Some(&self.bind_group) {
             pass.set_bind_group(self.group, &self.bind_group, &[]);
-            *slot = Some(self.bind_group.clone());
+            *slot = Some(&self.bind_group);
         }
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
     }
@@ -451,12 +452,12 @@ impl Bound {
 /// that would set it again (each costs the host microseconds in a browser). A dispatch
 /// recorded with plain [`Bound::dispatch`] must be followed by [`PassState::touched`].
 #[derive(Debug, Default)]
-pub(crate) struct PassState {
-    pipeline: Option<wgpu::ComputePipeline>,
-    groups: [Option<wgpu::BindGroup>; 4],
+pub(crate) struct PassState<'a> {
+    pipeline: Option<&'a wgpu::ComputePipeline>,
+    groups: [Option<&'a wgpu::BindGroup>; 4],
 }
 
-impl PassState {
+impl PassState<'_> {
     /// After an untracked dispatch that set its pipeline and a bind group at `group`.
     pub(crate) fn touched(&mut self, group: u32) {
         self.pipeline = None;

@@ -379,14 +379,12 @@ impl FusedDecode {
             let b = &buffers;
             let fq = [w.wq.format, w.wk.format, w.wv.format];
             let fu = [w.w_gate.format, w.w_up.format];
-            let mut layer = FusedLayer {
-                bytes: [
-                    w.wq.gpu_bytes() + w.wk.gpu_bytes() + w.wv.gpu_bytes(),
-                    w.wo.gpu_bytes(),
-                    w.w_gate.gpu_bytes() + w.w_up.gpu_bytes(),
-                    w.w_down.gpu_bytes(),
-                ],
-                qkv: qkv_k[&fq].bind(
+            // A role bound over stacked buffers has one bind group for every layer: layer 0's,
+            // so a pass sets it once (the stacks have one format and shape for all layers).
+            let first = layers.first();
+            let qkv = match first {
+                Some(f) if ix_qkv.shared(3, false) => f.qkv.clone(),
+                _ => qkv_k[&fq].bind(
                     ctx,
                     &qkv_u,
                     &acts.state,
@@ -397,7 +395,10 @@ impl FusedDecode {
                     &w.wv,
                     &b.qkv,
                 )?,
-                attention: att_k[&w.wo.format].bind(
+            };
+            let attention = match first {
+                Some(f) if ix_att.shared(1, true) => f.attention.clone(),
+                _ => att_k[&w.wo.format].bind(
                     ctx,
                     &att_u,
                     &acts.state,
@@ -408,7 +409,10 @@ impl FusedDecode {
                     &b.part,
                     vecs,
                 )?,
-                ffn_up: up_k[&fu].bind(
+            };
+            let ffn_up = match first {
+                Some(f) if ix_up.shared(2, false) => f.ffn_up.clone(),
+                _ => up_k[&fu].bind(
                     ctx,
                     &up_u,
                     &acts.state,
@@ -420,7 +424,10 @@ impl FusedDecode {
                     &b.x_mid,
                     &acts.hidden,
                 )?,
-                ffn_down: down_k[&w.w_down.format].bind(
+            };
+            let ffn_down = match first {
+                Some(f) if ix_down.shared(1, false) => f.ffn_down.clone(),
+                _ => down_k[&w.w_down.format].bind(
                     ctx,
                     &acts.state,
                     &b.x_mid,
@@ -429,22 +436,18 @@ impl FusedDecode {
                     x,
                 )?,
             };
-            // A role bound over stacked buffers has the same bind group for every layer: keep
-            // layer 0's, so a pass sets it once.
-            if let Some(first) = layers.first() {
-                if ix_qkv.shared(3, false) {
-                    layer.qkv = first.qkv.clone();
-                }
-                if ix_att.shared(1, true) {
-                    layer.attention = first.attention.clone();
-                }
-                if ix_up.shared(2, false) {
-                    layer.ffn_up = first.ffn_up.clone();
-                }
-                if ix_down.shared(1, false) {
-                    layer.ffn_down = first.ffn_down.clone();
-                }
-            }
+            let layer = FusedLayer {
+                bytes: [
+                    w.wq.gpu_bytes() + w.wk.gpu_bytes() + w.wv.gpu_bytes(),
+                    w.wo.gpu_bytes(),
+                    w.w_gate.gpu_bytes() + w.w_up.gpu_bytes(),
+                    w.w_down.gpu_bytes(),
+                ],
+                qkv,
+                attention,
+                ffn_up,
+                ffn_down,
+            };
             layers.push(layer);
         }
         let embed = Embed::new(ctx, weights.tok_embd.format)
@@ -482,10 +485,10 @@ impl FusedDecode {
     /// positions (sizes the attention grid; extra chunk workgroups exit at once). `state`
     /// tracks what the pass has set across steps: the layer kernels' bind groups stay set at
     /// indices 0–3 (embed, the post norm and the head use index 0).
-    pub fn record_body(
-        &self,
+    pub(crate) fn record_body<'a>(
+        &'a self,
         pass: &mut wgpu::ComputePass<'_>,
-        state: &mut PassState,
+        state: &mut PassState<'a>,
         max_len: u32,
     ) -> Result<()> {
         self.embed.record(pass, 1)?;
