@@ -16,8 +16,11 @@
 // the projection still spreads over many workgroups; each block recomputes the chunk's
 // attention (a few KiB from cache) rather than paying a dispatch boundary.
 //
-// Latency: the Wo weights of this invocation and the query are loaded first, then the state;
-// then every invocation loads one key row (vec4 loads) and, already, its first value rows.
+// Latency: the Wo weights of this invocation's first KP passes and the query are loaded first,
+// then the state; then every invocation loads its first VP value rows and one key row (vec4
+// loads), so at contexts up to VP value rows per invocation the value phase waits on no memory.
+// KP and VP are prepended (kernels::fused_layer::attention_preloads: more of both shorten the
+// chain of memory round trips, at the cost of registers).
 //
 // KV append: the new token's K and V (from fused_qkv) are written into the cache at pos by
 // block 0 of the first query head of each KV group, in the chunk that holds pos; every
@@ -67,7 +70,6 @@ const UH: u32 = HEAD_DIM / 8u;        // units of one head in a row of Wo
 const OL: u32 = 8u;                   // lanes per Wo row (oct_sum)
 const UPL: u32 = (UH + OL - 1u) / OL; // units per lane
 const RPP: u32 = WG / OL;             // Wo rows per pass
-const KP: u32 = 3u;                   // passes whose weights are loaded up front
 const NEG_MAX: f32 = -3.40282e38;
 
 var<workgroup> q_sh: array<vec4<f32>, HD4>;
@@ -148,6 +150,8 @@ fn main(
 
     // Loads that need nothing: this invocation's Wo units for the first KP passes, the query.
     var raw: array<vec4<u32>, KP * UPL>;
+    // (Passes past this block's rows load the next block's rows, unused: guarding the loads
+    // with a branch measured slower than the wasted loads, which other workgroups share in L2.)
     for (var k = 0u; k < KP; k++) {
         let row = min(r_begin + rr + k * RPP, N_EMBD - 1u);
         for (var m = 0u; m < UPL; m++) {
@@ -219,18 +223,18 @@ fn main(
     }
 
     // Value phase mapping (used below): invocation (d4, pj) sums positions pj, pj + PJ, ...
-    // Its first two value vectors are loaded now, before the keys.
+    // Its first VP value vectors are loaded now, before the keys.
     let d4 = lid % HD4;
     let pj = lid / HD4;
-    let t0 = c0 + pj;
-    let t1 = t0 + PJ;
-    var v0 = vec4<f32>();
-    var v1 = vec4<f32>();
-    if pj < n && t0 != pos {
-        v0 = kv4(v_cache[cache + t0 * HD4 + d4]);
-    }
-    if pj + PJ < n && t1 != pos {
-        v1 = kv4(v_cache[cache + t1 * HD4 + d4]);
+    var vv: array<vec4<f32>, VP>;
+    for (var k = 0u; k < VP; k++) {
+        let j = pj + k * PJ;
+        let t = c0 + j;
+        if j < n && t != pos {
+            vv[k] = kv4(v_cache[cache + t * HD4 + d4]);
+        } else {
+            vv[k] = vec4<f32>();
+        }
     }
 
     // Score phase: one key per invocation, its HD4 vec4 loads all in flight. (Lanes along
@@ -259,19 +263,16 @@ fn main(
 
     // Value phase: a[d] = sum_j e_j v_j[d].
     var acc = vec4<f32>();
-    if pj < n {
-        if t0 == pos {
-            v0 = qkv[v_new + d4];
+    for (var k = 0u; k < VP; k++) {
+        let j = pj + k * PJ;
+        if j < n {
+            if c0 + j == pos {
+                vv[k] = qkv[v_new + d4];
+            }
+            acc += e_sh[j] * vv[k];
         }
-        acc += e_sh[pj] * v0;
     }
-    if pj + PJ < n {
-        if t1 == pos {
-            v1 = qkv[v_new + d4];
-        }
-        acc += e_sh[pj + PJ] * v1;
-    }
-    var j = pj + 2u * PJ;
+    var j = pj + VP * PJ;
     for (; j + 3u * PJ < n; j += 4u * PJ) {
         // Positions j .. j + 3 PJ: all < pos except possibly the last.
         let b = cache + (c0 + j) * HD4 + d4;

@@ -491,8 +491,10 @@ impl FusedAttention {
             s.n_head,
             ix.n_layer,
         )?;
+        let (kp, vp) = attention_preloads(s);
         let source = compose(&[
             &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
+            &format!("const KP: u32 = {kp}u;\nconst VP: u32 = {vp}u;"),
             shaders::COMMON,
             shaders::ROPE_MATH,
             &layer_prelude(ix, x_base, &[("wo", o)], true),
@@ -801,6 +803,33 @@ impl FusedFfnUp {
             groups: [self.x_base, 1, 1],
         })
     }
+}
+
+/// How much `fused_attention` loads before it needs it: (`KP`, `VP`) = Wo passes whose weights
+/// each invocation loads at the start, and value rows it loads before the scores. More of both
+/// take memory round trips off the kernel's critical path (the value phase and the projection
+/// then wait on nothing at contexts up to `VP` rows per invocation, or `KP` passes per row
+/// block), at the cost of registers: the budget is ~9 weight units (`KP` × units per lane) and
+/// ~64 registers of value rows. Measured on an H200 with SmolLM2 (head_dim 64, bench/NOTES.md):
+/// (9, 16) instead of (3, 2) decodes 2–3% faster at short contexts and 8–9% at 1k; more
+/// passes (18) spill. Larger heads keep (3, 2): each of their invocations already holds a
+/// longer key row and more units per pass (not measured). Natively, `FUSELM_ATT_KP` (1..18)
+/// and `FUSELM_ATT_VP` (1..16) override them for measurements.
+pub fn attention_preloads(s: &FusedShape) -> (u32, u32) {
+    let (kp, vp) = if s.head_dim <= 64 { (9, 16) } else { (3, 2) };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let knob = |name: &str, max: u32, default: u32| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|v| (1..=max).contains(v))
+                .unwrap_or(default)
+        };
+        (knob("FUSELM_ATT_KP", 18, kp), knob("FUSELM_ATT_VP", 16, vp))
+    }
+    #[cfg(target_arch = "wasm32")]
+    (kp, vp)
 }
 
 /// Row passes per workgroup of `fused_ffn_up` (`RPASS`): every workgroup first rebuilds the
