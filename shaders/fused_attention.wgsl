@@ -19,8 +19,9 @@
 // Latency: the Wo weights of this invocation's first KP passes and the query are loaded first,
 // then the state; then every invocation loads its first VP value rows and one key row (vec4
 // loads), so at contexts up to VP value rows per invocation the value phase waits on no memory.
-// KP and VP are prepended (kernels::fused_layer::attention_preloads: more of both shorten the
-// chain of memory round trips, at the cost of registers).
+// KP and VP are prepended per pipeline variant (single-chunk steps or any step;
+// kernels::fused_layer::attention_preloads: more of both shorten the chain of memory round
+// trips, at the cost of registers).
 //
 // KV append: the new token's K and V (from fused_qkv) are written into the cache at pos by
 // block 0 of the first query head of each KV group, in the chunk that holds pos; every

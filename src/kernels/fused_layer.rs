@@ -457,12 +457,15 @@ pub struct AttentionParams {
 }
 const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
-/// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`.
+/// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`. Two
+/// pipelines, as for [`FusedFfnUp`]: for steps whose context fits one attention chunk, and for
+/// any step (they differ in what they load up front: [`attention_preloads`]).
 /// Layer-indexed ([`LayerIndexing`]; the layer rides in x: `n_head + layer` columns), bindings
 /// in `@group(1)`.
 #[derive(Debug, Clone)]
 pub struct FusedAttention {
-    pipeline: Pipeline,
+    single: Pipeline,
+    general: Pipeline,
     shape: FusedShape,
     ix: LayerIndexing,
 }
@@ -470,7 +473,8 @@ pub struct FusedAttention {
 /// [`FusedAttention`] bound; the grid's chunk count is chosen at record time.
 #[derive(Debug, Clone)]
 pub struct FusedAttentionCall {
-    bound: Bound,
+    single: Bound,
+    general: Bound,
     n_head: u32,
     max_chunks: u32,
     n_embd: u32,
@@ -491,15 +495,20 @@ impl FusedAttention {
             s.n_head,
             ix.n_layer,
         )?;
-        let (kp, vp) = attention_preloads(s);
-        let source = compose(&[
-            &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
-            &format!("const KP: u32 = {kp}u;\nconst VP: u32 = {vp}u;"),
-            shaders::COMMON,
-            shaders::ROPE_MATH,
-            &layer_prelude(ix, x_base, &[("wo", o)], true),
-            shaders::FUSED_ATTENTION,
-        ]);
+        let source = |single: bool| -> Result<String> {
+            let (kp, vp) = attention_preloads(s, single);
+            Ok(in_group(
+                compose(&[
+                    &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
+                    &format!("const KP: u32 = {kp}u;\nconst VP: u32 = {vp}u;"),
+                    shaders::COMMON,
+                    shaders::ROPE_MATH,
+                    &layer_prelude(ix, x_base, &[("wo", o)], true),
+                    shaders::FUSED_ATTENTION,
+                ]),
+                1,
+            ))
+        };
         let slots = [
             Slot::Uniform,
             Slot::Read,
@@ -510,10 +519,13 @@ impl FusedAttention {
             Slot::ReadWrite,
             Slot::Read,
         ];
-        let pipeline =
-            Pipeline::new_in_group(ctx, "fused_attention", &in_group(source, 1), &slots, 1).await?;
+        let single =
+            Pipeline::new_in_group(ctx, "fused_attention", &source(true)?, &slots, 1).await?;
+        let general =
+            Pipeline::new_in_group(ctx, "fused_attention", &source(false)?, &slots, 1).await?;
         Ok(Self {
-            pipeline,
+            single,
+            general,
             shape: *s,
             ix: *ix,
         })
@@ -580,7 +592,8 @@ impl FusedAttention {
             vecs.into(),
         ];
         Ok(FusedAttentionCall {
-            bound: self.pipeline.bind_with_uniform(ctx, params, &buffers)?,
+            single: self.single.bind_with_uniform(ctx, params, &buffers)?,
+            general: self.general.bind_with_uniform(ctx, params, &buffers)?,
             n_head: s.n_head,
             max_chunks: s.max_chunks(),
             n_embd: s.n_embd,
@@ -600,9 +613,19 @@ impl FusedAttentionCall {
         [self.n_head + layer, chunks, blocks]
     }
 
+    /// The pipeline variant for a step that sees at most `max_len` positions.
+    fn pick(&self, max_len: u32) -> &Bound {
+        if max_len <= ATTENTION_CHUNK {
+            &self.single
+        } else {
+            &self.general
+        }
+    }
+
     /// Records layer `layer`'s attention for a step that sees at most `max_len` positions.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, layer: u32, max_len: u32) {
-        self.bound.dispatch(pass, self.groups(layer, max_len));
+        self.pick(max_len)
+            .dispatch(pass, self.groups(layer, max_len));
     }
 
     /// [`FusedAttentionCall::record`], setting only what `state` says is not set.
@@ -613,7 +636,7 @@ impl FusedAttentionCall {
         layer: u32,
         max_len: u32,
     ) {
-        self.bound
+        self.pick(max_len)
             .dispatch_tracked(pass, state, self.groups(layer, max_len));
     }
 }
@@ -806,17 +829,23 @@ impl FusedFfnUp {
 }
 
 /// How much `fused_attention` loads before it needs it: (`KP`, `VP`) = Wo passes whose weights
-/// each invocation loads at the start, and value rows it loads before the scores. More of both
-/// take memory round trips off the kernel's critical path (the value phase and the projection
-/// then wait on nothing at contexts up to `VP` rows per invocation, or `KP` passes per row
-/// block), at the cost of registers: the budget is ~9 weight units (`KP` × units per lane) and
-/// ~64 registers of value rows. Measured on an H200 with SmolLM2 (head_dim 64, bench/NOTES.md):
-/// (9, 16) instead of (3, 2) decodes 2–3% faster at short contexts and 8–9% at 1k; more
-/// passes (18) spill. Larger heads keep (3, 2): each of their invocations already holds a
-/// longer key row and more units per pass (not measured). Natively, `FUSELM_ATT_KP` (1..18)
-/// and `FUSELM_ATT_VP` (1..16) override them for measurements.
-pub fn attention_preloads(s: &FusedShape) -> (u32, u32) {
-    let (kp, vp) = if s.head_dim <= 64 { (9, 16) } else { (3, 2) };
+/// each invocation loads at the start, and value rows it loads before the scores, for the
+/// single-chunk variant (`single`: steps within [`ATTENTION_CHUNK`] positions, whose 8 Wo row
+/// blocks need 3 passes on SmolLM2) or the general one (fewer blocks, up to 18 passes). More of
+/// both take memory round trips off the kernel's critical path (the value phase and the
+/// projection then wait on no memory up to `VP` rows per invocation and `KP` passes), at the
+/// cost of registers. Measured on an H200 with SmolLM2 (head_dim 64, bench/NOTES.md): VP 16
+/// instead of 2 decodes 1–3% faster, and KP 9 instead of 3 another 5% at 1k context, but costs
+/// the single-chunk steps ~1.7 µs per attention dispatch (through Dawn too), so they keep KP 3;
+/// KP 18 spills. Larger heads keep (3, 2): each of their invocations already holds a longer key
+/// row and more units per pass (not measured). Natively, `FUSELM_ATT_KP` (general),
+/// `FUSELM_ATT_KP_SINGLE` (1..18) and `FUSELM_ATT_VP` (1..16) override them for measurements.
+pub fn attention_preloads(s: &FusedShape, single: bool) -> (u32, u32) {
+    let (kp, vp) = match (s.head_dim <= 64, single) {
+        (true, true) => (3, 16),
+        (true, false) => (9, 16),
+        (false, _) => (3, 2),
+    };
     #[cfg(not(target_arch = "wasm32"))]
     {
         let knob = |name: &str, max: u32, default: u32| {
@@ -826,7 +855,12 @@ pub fn attention_preloads(s: &FusedShape) -> (u32, u32) {
                 .filter(|v| (1..=max).contains(v))
                 .unwrap_or(default)
         };
-        (knob("FUSELM_ATT_KP", 18, kp), knob("FUSELM_ATT_VP", 16, vp))
+        let kp_name = if single {
+            "FUSELM_ATT_KP_SINGLE"
+        } else {
+            "FUSELM_ATT_KP"
+        };
+        (knob(kp_name, 18, kp), knob("FUSELM_ATT_VP", 16, vp))
     }
     #[cfg(target_arch = "wasm32")]
     (kp, vp)
