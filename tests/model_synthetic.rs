@@ -490,14 +490,16 @@ gpu_test!(
 /// Fused decode across attention chunks (256 positions each): the prompt ends just before a
 /// chunk boundary, so the decode steps attend over one and then two chunks and the combine in
 /// fused_ffn_up merges several chunks per head. Greedy ids of both strategies equal the CPU's
-/// up to its first near-tie. For llama and for gemma3, whose sliding-window layers (8
-/// positions) then see a first chunk wholly outside their window.
+/// up to its first near-tie. For llama (head_dim 32) and for gemma3 (head_dim 128, whose
+/// attention keeps one pipeline for both variants: `attention_preloads`), whose sliding-window
+/// layers (8 positions) then see a first chunk wholly outside their window.
 async fn fused_decode_crosses_attention_chunks() {
     let gemma = SyntheticSpec {
         arch: "gemma3",
         n_layers: 6,
+        n_embd: 256,
         n_ff: 256,
-        n_head: 4,
+        n_head: 2,
         n_head_kv: 1,
         matrix_types: vec![GgmlType::Q8_0],
         seed: 15,

@@ -459,13 +459,15 @@ const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
 /// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`. Two
 /// pipelines, as for [`FusedFfnUp`]: for steps whose context fits one attention chunk, and for
-/// any step (they differ in what they load up front: [`attention_preloads`]).
+/// any step (they differ in what they load up front, [`attention_preloads`]; one pipeline
+/// serves both where they would not).
 /// Layer-indexed ([`LayerIndexing`]; the layer rides in x: `n_head + layer` columns), bindings
 /// in `@group(1)`.
 #[derive(Debug, Clone)]
 pub struct FusedAttention {
     single: Pipeline,
-    general: Pipeline,
+    /// `None` where both variants load the same ([`attention_preloads`]): one pipeline.
+    general: Option<Pipeline>,
     shape: FusedShape,
     ix: LayerIndexing,
 }
@@ -521,8 +523,11 @@ impl FusedAttention {
         ];
         let single =
             Pipeline::new_in_group(ctx, "fused_attention", &source(true)?, &slots, 1).await?;
-        let general =
-            Pipeline::new_in_group(ctx, "fused_attention", &source(false)?, &slots, 1).await?;
+        let general = if attention_preloads(s, true) == attention_preloads(s, false) {
+            None
+        } else {
+            Some(Pipeline::new_in_group(ctx, "fused_attention", &source(false)?, &slots, 1).await?)
+        };
         Ok(Self {
             single,
             general,
@@ -591,9 +596,13 @@ impl FusedAttention {
             part.into(),
             vecs.into(),
         ];
+        let single = self.single.bind_with_uniform(ctx, params, &buffers)?;
         Ok(FusedAttentionCall {
-            single: self.single.bind_with_uniform(ctx, params, &buffers)?,
-            general: self.general.bind_with_uniform(ctx, params, &buffers)?,
+            general: match &self.general {
+                Some(g) => g.bind_with_uniform(ctx, params, &buffers)?,
+                None => single.clone(),
+            },
+            single,
             n_head: s.n_head,
             max_chunks: s.max_chunks(),
             n_embd: s.n_embd,
