@@ -271,6 +271,12 @@ pub fn lanes_for(units: u32, max: u32) -> u32 {
     lanes
 }
 
+/// Whether a step that sees at most `max_len` positions records the single-chunk variants of
+/// `fused_attention` and `fused_ffn_up` (one rule for both, so they switch together).
+fn single_chunk(max_len: u32) -> bool {
+    max_len <= ATTENTION_CHUNK
+}
+
 /// A bound fused dispatch with a fixed grid.
 #[derive(Debug, Clone)]
 pub struct FusedCall {
@@ -624,7 +630,7 @@ impl FusedAttentionCall {
 
     /// The pipeline variant for a step that sees at most `max_len` positions.
     fn pick(&self, max_len: u32) -> &Bound {
-        if max_len <= ATTENTION_CHUNK {
+        if single_chunk(max_len) {
             &self.single
         } else {
             &self.general
@@ -684,7 +690,7 @@ pub struct FusedFfnUpCall {
 
 impl FusedFfnUpCall {
     fn pick(&self, layer: u32, max_len: u32) -> (&Bound, [u32; 3]) {
-        let bound = if max_len <= ATTENTION_CHUNK {
+        let bound = if single_chunk(max_len) {
             &self.single
         } else {
             &self.general
