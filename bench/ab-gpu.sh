@@ -4,7 +4,8 @@
 # `fuselm bench --profile --no-long` of SmolLM2; ROUNDS (default 2) alternate the builds so
 # drift shows. One line per run (tok/s per strategy and workload, fused step µs); the JSON files
 # come back under $OUT/ab/. Model in two calls (bench/gpu-model.sh): PART=1, then this call with
-# .bench-carry/smollm2.part01, the binaries and .gl.
+# .bench-carry/smollm2.part01, the binaries and .gl. LONG=1: fused only, with the ~1k-context
+# workload, and the profile at both contexts (bench/profile-line.py).
 #   bench/ab-gpu.sh before:.bench-carry/gemma-bin/fuselm-before.xz after:.bench-carry/gemma-bin/fuselm.xz
 source bench/gpu-model.sh
 mkdir -p /root/ab "$OUT/ab"
@@ -16,6 +17,11 @@ for round in $(seq "${ROUNDS:-2}"); do
   for arg in "$@"; do
     name=${arg%%:*}
     json="$OUT/ab/$name-$round.json"
+    if [ "${LONG:-}" = 1 ]; then
+      "/root/ab/$name" bench --model "$M" --profile --strategies fused --runs "${RUNS:-5}" --out "$json" >/dev/null 2>&1
+      python3 bench/profile-line.py "$json" "$name"
+      continue
+    fi
     "/root/ab/$name" bench --model "$M" --profile --no-long --runs "${RUNS:-5}" --out "$json" >/dev/null 2>&1
     python3 - "$json" "$name" <<'PY'
 import json, sys

@@ -5,7 +5,8 @@
 # bench/NOTES.md), each a `fuselm bench --profile --no-long` of SmolLM2; one line per variant
 # (fused tok/s per workload, step µs, µs per dispatch per role); the JSON files come back as
 # $OUT/sweep.tar.xz. Rounds
-# (ROUNDS, default 2) repeat the whole list so drift shows. Model in two calls
+# (ROUNDS, default 2) repeat the whole list so drift shows. LONG=1: fused only, with the
+# ~1k-context workload, and the profile at both contexts (bench/profile-line.py). Model in two calls
 # (bench/gpu-model.sh): PART=1, then this call with .bench-carry/smollm2.part01,
 # .bench-carry/new (fuselm-new.xz) and .gl.
 #   bench/sweep-gpu.sh default lanes32:FUSELM_LANES=32 nosg:FUSELM_NO_SUBGROUPS=1
@@ -18,6 +19,11 @@ for round in $(seq "${ROUNDS:-2}"); do
     vars=()
     [[ $variant == *:* ]] && IFS=, read -ra vars <<< "${variant#*:}"
     json="/root/sweep/$name-$round.json"
+    if [ "${LONG:-}" = 1 ]; then
+      env "${vars[@]}" /root/fuselm bench --model "$M" --profile --strategies fused --runs "${RUNS:-3}" --out "$json" >/dev/null 2>&1 || { echo "$name failed"; continue; }
+      python3 bench/profile-line.py "$json" "$name"
+      continue
+    fi
     env "${vars[@]}" /root/fuselm bench --model "$M" --profile --no-long --runs "${RUNS:-3}" --out "$json" >/dev/null 2>&1
     python3 - "$json" "$name" <<'PY'
 import json, sys
