@@ -18,6 +18,7 @@
 //!
 //! Adding a strategy means a variant here and a `generate_*` method.
 
+use super::chunk_ramp::ChunkRamp;
 use super::gpu_model::{GpuModel, StopReason};
 use super::megakernel::MegaModel;
 use crate::clock::now_seconds;
@@ -135,7 +136,8 @@ pub const MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES: u64 = 8 * 1024 * 1024;
 /// Default decode steps per fused chunk.
 pub const DEFAULT_CHUNK_TOKENS: u32 = 32;
 
-/// Steps of the first decode chunk; each next chunk doubles, up to `chunk_tokens`.
+/// Steps of the first decode chunk; later ones grow while the GPU is the bound (`ChunkRamp`),
+/// up to `chunk_tokens`.
 const FIRST_CHUNK: u32 = 4;
 
 /// The result of a generation, in token ids, with what it cost.
@@ -516,7 +518,8 @@ impl GpuModel {
         prog.out.submits += u64::from((last - reuse).div_ceil(self.acts.max_batch.max(1)));
         prog.out.dispatches += u64::from(self.prefill.dispatches()) * prog.out.submits;
         let ctx = &self.ctx;
-        let mut pending: VecDeque<(StagedRead, u32)> = VecDeque::new();
+        // (the read, its tokens, the decode steps it ran: 0 for the prompt's pass)
+        let mut pending: VecDeque<(StagedRead, u32, u32)> = VecDeque::new();
 
         // The last prompt batch and the first token: one pass.
         let mut enc = Self::encoder(ctx);
@@ -533,24 +536,21 @@ impl GpuModel {
             u64::from(n) * 4,
             4,
         );
-        pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), 1));
+        pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), 1, 0));
         prog.out.submits += 1;
         prog.out.dispatches +=
             u64::from(self.prefill.dispatches() - 2 + fused.choice.dispatches(sampling));
         let mut recorded = 1u32; // tokens whose steps are recorded
-        let chunk = req.chunk_tokens.max(1);
-        // Chunks ramp up from FIRST_CHUNK steps: the host records the next chunk before it waits
-        // for the first token, and recording a full chunk (~125 dispatches a step on SmolLM2)
-        // took longer than the prompt's GPU work (TTFT ~13 ms natively, ~36 ms in wasm, at 32).
-        let mut next_chunk = FIRST_CHUNK.min(chunk);
+                                 // Chunks start at FIRST_CHUNK steps (the host records the next chunk before it waits
+                                 // for the first token) and grow only while the GPU is the bound (`ChunkRamp`).
+        let mut ramp = ChunkRamp::new(FIRST_CHUNK, req.chunk_tokens);
         let per_step =
             u64::from(fused.decode.body_dispatches() + fused.choice.dispatches(sampling));
 
-        while let Some((read, count)) = pending.pop_front() {
+        while let Some((read, count, ran)) = pending.pop_front() {
             // Keep the GPU busy: queue the next chunk before waiting for this one.
             while pending.is_empty() && recorded < req.max_tokens {
-                let steps = next_chunk.min(req.max_tokens - recorded);
-                next_chunk = (next_chunk * 2).min(chunk);
+                let steps = ramp.next_steps().min(req.max_tokens - recorded);
                 let record_start = now_seconds();
                 let mut enc = Self::encoder(ctx);
                 {
@@ -573,14 +573,24 @@ impl GpuModel {
                     u64::from(n + recorded) * 4,
                     u64::from(steps) * 4,
                 );
-                pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), steps));
-                prog.out.record_seconds += now_seconds() - record_start;
+                pending.push_back((
+                    read.submitted(ctx.queue.submit([enc.finish()])),
+                    steps,
+                    steps,
+                ));
+                let record = now_seconds() - record_start;
+                ramp.recorded(steps, record);
+                prog.out.record_seconds += record;
                 prog.out.submits += 1;
                 prog.out.dispatches += per_step * u64::from(steps);
                 prog.out.decode_steps += u64::from(steps);
                 recorded += steps;
             }
+            let wait_start = now_seconds();
             let ids: Vec<u32> = bytemuck::pod_collect_to_vec(&read.read(&ctx.device).await?);
+            if ran > 0 {
+                ramp.waited(ran, now_seconds() - wait_start);
+            }
             for &id in ids.iter().take(count as usize) {
                 if !prog.accept(id, p, req.max_tokens, on_token) {
                     return Ok(prog.finish());

@@ -4,6 +4,7 @@
 mod activations;
 pub mod bench;
 mod calibration;
+mod chunk_ramp;
 pub mod cpu_reference;
 mod fused_step;
 mod generation;

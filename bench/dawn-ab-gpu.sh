@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The fused layer kernels bound once per pass for every layer (weights and KV caches stacked per
-# role, the layer in the grid: `new`) against one bind group per layer and dispatch (`old`,
-# d953266), one lease: natively (the fused step's profile and `fuselm generate`, with the host's
-# recording time) and through the npm package on Dawn in Node (the fused step's profile and
-# decode with the host's recording time), builds alternating over two rounds; then the new
-# package against SmolLM2's float64 exact reference through Dawn, and tests/node.
+# Two builds side by side in one lease (`old` and `new`): natively (the fused step's profile,
+# `fuselm bench` and `fuselm generate` with the host's recording time) and through the npm
+# package on Dawn in Node (the fused step's profile, then fused decode with the host's recording
+# time), builds alternating; then the new package against SmolLM2's float64 exact reference
+# through Dawn, and tests/node. First used for the layer-indexed bind groups (2026-11-25, old =
+# d953266), since for the attention preloads and the chunk ramp.
 # Model in two calls (PART=1, PART=2), then this call with .gl, .bench-carry/dawn,
 # .bench-carry/dist-old, .bench-carry/dist-new and .bench-carry/bin (fuselm-old.xz, fuselm-new.xz).
 source bench/gpu-model.sh
