@@ -16,7 +16,7 @@ fi
 M=/root/fuselm-model/model.gguf
 if [ -f .bench-carry/smollm2.part01 ]; then cp .bench-carry/smollm2.part01 /root/fuselm-model/; fi
 if [ ! -f $M ]; then
-  cat /root/fuselm-model/smollm2.part00 /root/fuselm-model/smollm2.part01 > $M
+  cat /root/fuselm-model/smollm2.part00 /root/fuselm-model/smollm2.part01 > $M.part && mv $M.part $M
 fi
 echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $M" | sha256sum --check
 source bench/gpu-vulkan.sh

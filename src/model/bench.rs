@@ -42,7 +42,7 @@ pub struct GenerationBenchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub long_context: Option<bool>,
-    /// Fused: decode steps per compute pass. Default: 32.
+    /// Fused: the most decode steps per compute pass. Default: 32.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub chunk_tokens: Option<u32>,

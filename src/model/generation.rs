@@ -99,8 +99,8 @@ pub struct GenerationRequest<'a> {
     pub strategy: Strategy,
     /// Resolved sampling settings, including the stop ids.
     pub sampler: SamplerParams,
-    /// Fused: decode steps per compute pass; megakernel: tokens per dispatch (the host sees
-    /// tokens at these boundaries).
+    /// Fused: the most decode steps per compute pass (`ChunkRamp` picks each chunk's);
+    /// megakernel: tokens per dispatch (the host sees tokens at these boundaries).
     pub chunk_tokens: u32,
     /// Keep the KV-cache rows of the longest prefix this prompt shares with what the previous
     /// generation left in the cache, and prefill only the rest (multi-turn chat). Off: a fresh

@@ -37,8 +37,9 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub strategy: Option<Strategy>,
-    /// Fused strategy: decode steps per compute pass; the host receives tokens (and text
-    /// streams) at these boundaries. Default: 32.
+    /// Fused strategy: the most decode steps per compute pass; the host receives tokens (and
+    /// text streams) at these boundaries. Chunks start at 4 steps and grow up to this only
+    /// while the GPU, not the host's recording, is the bound. Default: 32.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub chunk_tokens: Option<u32>,
