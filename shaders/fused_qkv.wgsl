@@ -52,7 +52,7 @@ var<private> p: Params; // this layer's
 @group(0) @binding(7) var<storage, read_write> qkv: array<f32>;    // [n_q + 2 n_kv]
 
 const WG: u32 = 256u;
-const ROWS: u32 = WG / LANES; // kernels::fused_layer::ROWS_PER_WORKGROUP
+const ROWS: u32 = WG / LANES; // rows per workgroup (LANES: kernels::fused_layer::lanes_for)
 const UNITS: u32 = N_EMBD / 8u;
 const PER_LANE: u32 = (UNITS + LANES - 1u) / LANES;
 const N_Q: u32 = N_HEAD * HEAD_DIM;

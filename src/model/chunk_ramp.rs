@@ -58,7 +58,8 @@ impl ChunkRamp {
         let Some((last_steps, record)) = self.last else {
             return;
         };
-        if steps == 0 || last_steps == 0 || !(record > 0.0) || !(seconds >= 0.0) {
+        let measured = record.is_finite() && record > 0.0 && seconds.is_finite() && seconds >= 0.0;
+        if steps == 0 || last_steps == 0 || !measured {
             return;
         }
         // s_{k+1} g / h = s_{k+1} * ((R + W) / s_k) / (R / s_{k+1}).

@@ -1,0 +1,259 @@
+//! Dispatch 2 of a layer: `fused_attention` (KV append, attention over a chunk of positions,
+//! the chunk's share of the output projection), and how much it loads up front.
+
+use super::{
+    check_vectors, flag_len, single_chunk, FusedShape, LayerAttention, LayerIndexing, LayerVectors,
+    ATTENTION_CHUNK, ATTENTION_MIN_GROUPS,
+};
+use crate::error::Result;
+use crate::gpu::GpuContext;
+use crate::kernels::attention::KvFormat;
+use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
+use crate::kernels::weights::{GpuWeight, WeightFormat};
+use crate::kernels::BufferView;
+use crate::kernels::{check_buffer, compose, require, Bound, PassState, Pipeline, Res, Slot};
+use crate::shaders;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct AttentionParams {
+    scale: f32,
+    window: u32,
+    theta_scale: f32,
+    eps: f32,
+    q_norm_off: u32,
+    k_norm_off: u32,
+    _pad: [u32; 2],
+}
+const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
+
+/// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`. Two
+/// pipelines, as for [`FusedFfnUp`]: for steps whose context fits one attention chunk, and for
+/// any step (they differ in what they load up front, [`attention_preloads`]; one pipeline
+/// serves both where they would not).
+/// Layer-indexed ([`LayerIndexing`]; the layer rides in x: `n_head + layer` columns), bindings
+/// in `@group(1)`.
+#[derive(Debug, Clone)]
+pub struct FusedAttention {
+    single: Pipeline,
+    /// `None` where both variants load the same ([`attention_preloads`]): one pipeline.
+    general: Option<Pipeline>,
+    shape: FusedShape,
+    ix: LayerIndexing,
+}
+
+/// [`FusedAttention`] bound; the grid's chunk count is chosen at record time.
+#[derive(Debug, Clone)]
+pub struct FusedAttentionCall {
+    single: Bound,
+    general: Bound,
+    n_head: u32,
+    max_chunks: u32,
+    n_embd: u32,
+}
+
+impl FusedAttention {
+    pub async fn new(
+        ctx: &GpuContext,
+        s: &FusedShape,
+        kv: KvFormat,
+        o: WeightFormat,
+        ix: &LayerIndexing,
+    ) -> Result<Self> {
+        s.check()?;
+        let x_base = layer_grid(
+            ctx,
+            "maxComputeWorkgroupsPerDimension (fused_attention: heads + layers)",
+            s.n_head,
+            ix.n_layer,
+        )?;
+        let source = |single: bool| -> Result<String> {
+            let (kp, vp) = attention_preloads(s, single);
+            Ok(in_group(
+                compose(&[
+                    &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
+                    &format!("const KP: u32 = {kp}u;\nconst VP: u32 = {vp}u;"),
+                    shaders::COMMON,
+                    shaders::ROPE_MATH,
+                    &layer_prelude(ix, x_base, &[("wo", o)], true),
+                    shaders::FUSED_ATTENTION,
+                ]),
+                1,
+            ))
+        };
+        let slots = [
+            Slot::Uniform,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+            Slot::ReadWrite,
+            Slot::Read,
+            Slot::ReadWrite,
+            Slot::Read,
+        ];
+        let single =
+            Pipeline::new_in_group(ctx, "fused_attention", &source(true)?, &slots, 1).await?;
+        let general = if attention_preloads(s, true) == attention_preloads(s, false) {
+            None
+        } else {
+            Some(Pipeline::new_in_group(ctx, "fused_attention", &source(false)?, &slots, 1).await?)
+        };
+        Ok(Self {
+            single,
+            general,
+            shape: *s,
+            ix: *ix,
+        })
+    }
+
+    /// One layer's entry of the uniform array, checked against the vector arena.
+    pub fn params(
+        &self,
+        ctx: &GpuContext,
+        vecs: &wgpu::Buffer,
+        layer: &LayerVectors,
+        attention: &LayerAttention,
+    ) -> Result<AttentionParams> {
+        let s = &self.shape;
+        let qk = flag_len(s.arch.qk_norm, s.head_dim);
+        check_vectors(ctx, vecs, &[(layer.q_norm, qk), (layer.k_norm, qk)])?;
+        Ok(AttentionParams {
+            scale: attention.scale,
+            window: attention.window.unwrap_or(0),
+            theta_scale: s.theta_scale(attention.rope_freq_base),
+            eps: s.eps,
+            q_norm_off: layer.q_norm,
+            k_norm_off: layer.k_norm,
+            _pad: [0; 2],
+        })
+    }
+
+    /// One layer's call (stacked Wo and KV caches: every layer's). `k_cache`, `v_cache`: the
+    /// layer's views. `params`: [`FusedAttention::params`] of every layer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        params: &wgpu::Buffer,
+        state: &wgpu::Buffer,
+        qkv: &wgpu::Buffer,
+        k_cache: &BufferView,
+        v_cache: &BufferView,
+        wo: &GpuWeight,
+        part: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+    ) -> Result<FusedAttentionCall> {
+        let s = &self.shape;
+        require(
+            wo.k == s.n_q() && wo.n == s.n_embd,
+            "fused_attention: Wo must be [n_head * head_dim, n_embd]",
+        )?;
+        check_buffer(ctx, "fused_attention part", part, s.partials_len())?;
+        let stacked = self.ix.shared(1, true);
+        fn cache(v: &BufferView, stacked: bool) -> Res<'_> {
+            if stacked {
+                (&v.buffer).into()
+            } else {
+                v.into()
+            }
+        }
+        let buffers = [
+            state.into(),
+            qkv.into(),
+            cache(k_cache, stacked),
+            cache(v_cache, stacked),
+            weight_res(ctx, wo, stacked)?,
+            part.into(),
+            vecs.into(),
+        ];
+        let single = self.single.bind_with_uniform(ctx, params, &buffers)?;
+        Ok(FusedAttentionCall {
+            general: match &self.general {
+                Some(g) => g.bind_with_uniform(ctx, params, &buffers)?,
+                None => single.clone(),
+            },
+            single,
+            n_head: s.n_head,
+            max_chunks: s.max_chunks(),
+            n_embd: s.n_embd,
+        })
+    }
+}
+
+impl FusedAttentionCall {
+    /// The grid for layer `layer` of a step whose visible length is at most `max_len`.
+    fn groups(&self, layer: u32, max_len: u32) -> [u32; 3] {
+        let chunks = max_len.div_ceil(ATTENTION_CHUNK).clamp(1, self.max_chunks);
+        // Few head-chunks (short contexts): split Wo's rows too, so at least ~64 workgroups
+        // stream the projection (one workgroup streams only ~10 GB/s).
+        let blocks = ATTENTION_MIN_GROUPS
+            .div_ceil(self.n_head * chunks)
+            .clamp(1, self.n_embd.div_ceil(32));
+        [self.n_head + layer, chunks, blocks]
+    }
+
+    /// The pipeline variant for a step that sees at most `max_len` positions.
+    fn pick(&self, max_len: u32) -> &Bound {
+        if single_chunk(max_len) {
+            &self.single
+        } else {
+            &self.general
+        }
+    }
+
+    /// Records layer `layer`'s attention for a step that sees at most `max_len` positions.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, layer: u32, max_len: u32) {
+        self.pick(max_len)
+            .dispatch(pass, self.groups(layer, max_len));
+    }
+
+    /// [`FusedAttentionCall::record`], setting only what `state` says is not set.
+    pub(crate) fn record_layer<'a>(
+        &'a self,
+        pass: &mut wgpu::ComputePass<'_>,
+        state: &mut PassState<'a>,
+        layer: u32,
+        max_len: u32,
+    ) {
+        self.pick(max_len)
+            .dispatch_tracked(pass, state, self.groups(layer, max_len));
+    }
+}
+
+/// How much `fused_attention` loads before it needs it: (`KP`, `VP`) = Wo passes whose weights
+/// each invocation loads at the start, and value rows it loads before the scores, for the
+/// single-chunk variant (`single`: steps within [`ATTENTION_CHUNK`] positions, whose 8 Wo row
+/// blocks need 3 passes on SmolLM2) or the general one (fewer blocks, up to 18 passes). More of
+/// both take memory round trips off the kernel's critical path (the value phase and the
+/// projection then wait on no memory up to `VP` rows per invocation and `KP` passes), at the
+/// cost of registers. Measured on an H200 with SmolLM2 (head_dim 64, bench/NOTES.md): VP 16
+/// instead of 2 decodes 1–3% faster, and KP 9 instead of 3 another 5% at 1k context, but costs
+/// the single-chunk steps ~1.7 µs per attention dispatch (through Dawn too), so they keep KP 3;
+/// KP 18 spills. Larger heads keep (3, 2): each of their invocations already holds a longer key
+/// row and more units per pass (not measured). Natively, `FUSELM_ATT_KP` (general),
+/// `FUSELM_ATT_KP_SINGLE` (1..18) and `FUSELM_ATT_VP` (1..16) override them for measurements.
+pub fn attention_preloads(s: &FusedShape, single: bool) -> (u32, u32) {
+    let (kp, vp) = match (s.head_dim <= 64, single) {
+        (true, true) => (3, 16),
+        (true, false) => (9, 16),
+        (false, _) => (3, 2),
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let knob = |name: &str, max: u32, default: u32| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|v| (1..=max).contains(v))
+                .unwrap_or(default)
+        };
+        let kp_name = if single {
+            "FUSELM_ATT_KP_SINGLE"
+        } else {
+            "FUSELM_ATT_KP"
+        };
+        (knob(kp_name, 18, kp), knob("FUSELM_ATT_VP", 16, vp))
+    }
+    #[cfg(target_arch = "wasm32")]
+    (kp, vp)
+}

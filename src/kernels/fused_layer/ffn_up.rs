@@ -1,0 +1,217 @@
+//! Dispatch 3 of a layer: `fused_ffn_up` (attention combine + residual, RMS norm, gate/up,
+//! SwiGLU), and its row passes per workgroup.
+
+use super::{
+    check_vectors, flag_len, lanes_for, single_chunk, FusedShape, LayerIndexing, LayerVectors,
+    NO_VECTOR, WORKGROUP,
+};
+use crate::error::Result;
+use crate::gpu::GpuContext;
+use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
+use crate::kernels::weights::{GpuWeight, WeightFormat};
+use crate::kernels::{check_buffer, compose, require, Bound, PassState, Pipeline, Slot};
+use crate::shaders;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct FfnUpParams {
+    eps: f32,
+    norm_off: u32,
+    pa_off: u32,
+    pf_off: u32,
+    bo_off: u32,
+    _pad: [u32; 3],
+}
+const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 32);
+
+/// Dispatch 3: combine + residual → `x_mid`; RMS norm, gate/up, SwiGLU → `hidden`. Two
+/// pipelines: for steps whose context fits one attention chunk, and for any step.
+/// Layer-indexed ([`LayerIndexing`]), bindings in `@group(2)`.
+#[derive(Debug, Clone)]
+pub struct FusedFfnUp {
+    single: Pipeline,
+    general: Pipeline,
+    shape: FusedShape,
+    ix: LayerIndexing,
+    x_base: u32,
+}
+
+/// [`FusedFfnUp`] bound; the variant is chosen at record time from the steps' context.
+#[derive(Debug, Clone)]
+pub struct FusedFfnUpCall {
+    single: Bound,
+    general: Bound,
+    groups: [u32; 3],
+}
+
+impl FusedFfnUpCall {
+    fn pick(&self, layer: u32, max_len: u32) -> (&Bound, [u32; 3]) {
+        let bound = if single_chunk(max_len) {
+            &self.single
+        } else {
+            &self.general
+        };
+        let [x, y, z] = self.groups;
+        (bound, [x + layer, y, z])
+    }
+
+    /// Records layer `layer`'s combine + FFN-up for a step that sees at most `max_len`
+    /// positions.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, layer: u32, max_len: u32) {
+        let (bound, groups) = self.pick(layer, max_len);
+        bound.dispatch(pass, groups);
+    }
+
+    /// [`FusedFfnUpCall::record`], setting only what `state` says is not set.
+    pub(crate) fn record_layer<'a>(
+        &'a self,
+        pass: &mut wgpu::ComputePass<'_>,
+        state: &mut PassState<'a>,
+        layer: u32,
+        max_len: u32,
+    ) {
+        let (bound, groups) = self.pick(layer, max_len);
+        bound.dispatch_tracked(pass, state, groups);
+    }
+}
+
+impl FusedFfnUp {
+    pub async fn new(
+        ctx: &GpuContext,
+        s: &FusedShape,
+        gate: WeightFormat,
+        up: WeightFormat,
+        ix: &LayerIndexing,
+    ) -> Result<Self> {
+        s.check()?;
+        let lanes = lanes_for(s.n_embd / 8, WORKGROUP);
+        let passes = ffn_up_passes(s);
+        let x_base = layer_grid(
+            ctx,
+            "maxComputeWorkgroupsPerDimension (fused_ffn_up: row groups + layers)",
+            s.n_ff.div_ceil(WORKGROUP / lanes * passes),
+            ix.n_layer,
+        )?;
+        let mut slots = vec![Slot::Uniform];
+        slots.extend([Slot::Read; 6]);
+        slots.extend([Slot::ReadWrite; 2]);
+        let source = |single: bool| {
+            in_group(
+                compose(&[
+                    &s.wgsl_prelude(ctx, "", lanes),
+                    &format!(
+                        "const SINGLE_CHUNK: bool = {single};\nconst RPASS: u32 = {passes}u;\n"
+                    ),
+                    shaders::COMMON,
+                    &layer_prelude(ix, x_base, &[("wgate", gate), ("wup", up)], true),
+                    shaders::FUSED_FFN_UP,
+                ]),
+                2,
+            )
+        };
+        let single = Pipeline::new_in_group(ctx, "fused_ffn_up", &source(true), &slots, 2).await?;
+        let general =
+            Pipeline::new_in_group(ctx, "fused_ffn_up", &source(false), &slots, 2).await?;
+        Ok(Self {
+            single,
+            general,
+            shape: *s,
+            ix: *ix,
+            x_base,
+        })
+    }
+
+    /// One layer's entry of the uniform array, checked against the vector arena.
+    pub fn params(
+        &self,
+        ctx: &GpuContext,
+        vecs: &wgpu::Buffer,
+        layer: &LayerVectors,
+    ) -> Result<FfnUpParams> {
+        let s = &self.shape;
+        let pf_off = if s.arch.post_norms {
+            layer.incoming_norm
+        } else {
+            NO_VECTOR
+        };
+        let e = s.n_embd;
+        check_vectors(
+            ctx,
+            vecs,
+            &[
+                (layer.ffn_norm, e),
+                (layer.post_attn_norm, flag_len(s.arch.post_norms, e)),
+                (pf_off, flag_len(pf_off != NO_VECTOR, e)),
+                (layer.o_bias, flag_len(s.arch.o_bias, e)),
+            ],
+        )?;
+        Ok(FfnUpParams {
+            eps: s.eps,
+            norm_off: layer.ffn_norm,
+            pa_off: layer.post_attn_norm,
+            pf_off,
+            bo_off: layer.o_bias,
+            _pad: [0; 3],
+        })
+    }
+
+    /// One layer's call (stacked gate and up: every layer's). `params`:
+    /// [`FusedFfnUp::params`] of every layer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        params: &wgpu::Buffer,
+        state: &wgpu::Buffer,
+        x: &wgpu::Buffer,
+        part: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+        gate: &GpuWeight,
+        up: &GpuWeight,
+        x_mid: &wgpu::Buffer,
+        hidden: &wgpu::Buffer,
+    ) -> Result<FusedFfnUpCall> {
+        let s = &self.shape;
+        require(
+            gate.k == s.n_embd && up.k == s.n_embd && gate.n == s.n_ff && up.n == s.n_ff,
+            "fused_ffn_up: gate/up must be [n_embd, n_ff]",
+        )?;
+        check_buffer(ctx, "fused_ffn_up x", x, s.residual_len())?;
+        check_buffer(ctx, "fused_ffn_up part", part, s.partials_len())?;
+        check_buffer(ctx, "fused_ffn_up hidden", hidden, u64::from(s.n_ff))?;
+        check_buffer(ctx, "fused_ffn_up x_mid", x_mid, u64::from(s.n_embd))?;
+        let stacked = self.ix.shared(2, false);
+        let buffers = [
+            state.into(),
+            x.into(),
+            part.into(),
+            vecs.into(),
+            weight_res(ctx, gate, stacked)?,
+            weight_res(ctx, up, stacked)?,
+            x_mid.into(),
+            hidden.into(),
+        ];
+        Ok(FusedFfnUpCall {
+            single: self.single.bind_with_uniform(ctx, params, &buffers)?,
+            general: self.general.bind_with_uniform(ctx, params, &buffers)?,
+            groups: [self.x_base, 1, 1],
+        })
+    }
+}
+
+/// Row passes per workgroup of `fused_ffn_up` (`RPASS`): every workgroup first rebuilds the
+/// residual from `n_head` attention partials of `n_embd` floats, so when that is large (a 1B
+/// model's 32 × 2048 = 256 KiB per workgroup, vs 20 KiB for SmolLM2's 9 × 576) more rows per
+/// workgroup cut the repeated L2 traffic: one pass per 8,192 floats of partials, 1 to 8.
+/// Natively, `FUSELM_FFN_PASSES` (1..16) overrides it for measurements.
+pub fn ffn_up_passes(s: &FusedShape) -> u32 {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(p) = std::env::var("FUSELM_FFN_PASSES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|p| (1..=16).contains(p))
+    {
+        return p;
+    }
+    (s.n_head * s.n_embd / 8192).clamp(1, 8)
+}

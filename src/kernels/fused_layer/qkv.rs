@@ -1,0 +1,155 @@
+//! Dispatch 1 of a layer: `fused_qkv` (RMS norm, Q/K/V projections, RoPE).
+
+use super::{
+    check_vectors, flag_len, lanes_for, FusedCall, FusedShape, LayerIndexing, LayerVectors,
+    NO_VECTOR, WORKGROUP,
+};
+use crate::error::Result;
+use crate::gpu::GpuContext;
+use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
+use crate::kernels::weights::{GpuWeight, WeightFormat};
+use crate::kernels::{check_buffer, compose, require, Pipeline, Slot};
+use crate::shaders;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct QkvParams {
+    theta_scale: f32,
+    eps: f32,
+    norm_off: u32,
+    bias_off: u32,
+    pf_off: u32,
+    _pad: [u32; 3],
+}
+const _: () = assert!(std::mem::size_of::<QkvParams>() == 32);
+
+/// Dispatch 1: RMS norm + Q/K/V + RoPE → `qkv` (`[n_q + 2 n_kv]`). Layer-indexed
+/// ([`LayerIndexing`]), bindings in `@group(0)`.
+#[derive(Debug, Clone)]
+pub struct FusedQkv {
+    pipeline: Pipeline,
+    shape: FusedShape,
+    ix: LayerIndexing,
+    x_base: u32,
+}
+
+impl FusedQkv {
+    pub async fn new(
+        ctx: &GpuContext,
+        s: &FusedShape,
+        q: WeightFormat,
+        k: WeightFormat,
+        v: WeightFormat,
+        ix: &LayerIndexing,
+    ) -> Result<Self> {
+        s.check()?;
+        // At least 2 rows per workgroup: RoPE pairs rows within one.
+        let lanes = lanes_for(s.n_embd / 8, WORKGROUP / 2);
+        let rows = s.n_q() + 2 * s.n_kv();
+        let x_base = layer_grid(
+            ctx,
+            "maxComputeWorkgroupsPerDimension (fused_qkv: row groups + layers)",
+            rows.div_ceil(WORKGROUP / lanes),
+            ix.n_layer,
+        )?;
+        let source = compose(&[
+            &s.wgsl_prelude(ctx, "", lanes),
+            shaders::COMMON,
+            shaders::ROPE_MATH,
+            &layer_prelude(ix, x_base, &[("wq", q), ("wk", k), ("wv", v)], true),
+            shaders::FUSED_QKV,
+        ]);
+        let mut slots = vec![Slot::Uniform];
+        slots.extend([Slot::Read; 6]);
+        slots.push(Slot::ReadWrite);
+        let pipeline =
+            Pipeline::new_in_group(ctx, "fused_qkv", &in_group(source, 0), &slots, 0).await?;
+        Ok(Self {
+            pipeline,
+            shape: *s,
+            ix: *ix,
+            x_base,
+        })
+    }
+
+    /// One layer's entry of the uniform array, checked against the vector arena.
+    pub fn params(
+        &self,
+        ctx: &GpuContext,
+        vecs: &wgpu::Buffer,
+        layer: &LayerVectors,
+        rope_freq_base: f32,
+    ) -> Result<QkvParams> {
+        let s = &self.shape;
+        let pf_off = if s.arch.post_norms {
+            layer.incoming_norm
+        } else {
+            NO_VECTOR
+        };
+        let params = QkvParams {
+            theta_scale: s.theta_scale(rope_freq_base),
+            eps: s.eps,
+            norm_off: layer.attn_norm,
+            bias_off: layer.qkv_bias,
+            pf_off,
+            _pad: [0; 3],
+        };
+        check_vectors(
+            ctx,
+            vecs,
+            &[
+                (layer.attn_norm, s.n_embd),
+                (
+                    params.bias_off,
+                    flag_len(s.arch.qkv_bias, s.n_q() + 2 * s.n_kv()),
+                ),
+                (pf_off, flag_len(pf_off != NO_VECTOR, s.n_embd)),
+            ],
+        )?;
+        Ok(params)
+    }
+
+    /// One layer's call (with stacked weights, every layer's: the bind group is the same).
+    /// `params`: [`FusedQkv::params`] of every layer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        params: &wgpu::Buffer,
+        state: &wgpu::Buffer,
+        x: &wgpu::Buffer,
+        vecs: &wgpu::Buffer,
+        wq: &GpuWeight,
+        wk: &GpuWeight,
+        wv: &GpuWeight,
+        qkv: &wgpu::Buffer,
+    ) -> Result<FusedCall> {
+        let s = &self.shape;
+        for w in [wq, wk, wv] {
+            require(
+                w.k == s.n_embd,
+                "fused_qkv: weight rows must have n_embd values",
+            )?;
+        }
+        require(
+            wq.n == s.n_q() && wk.n == s.n_kv() && wv.n == s.n_kv(),
+            "fused_qkv: Q/K/V row counts differ from the head geometry",
+        )?;
+        check_buffer(ctx, "fused_qkv x", x, s.residual_len())?;
+        check_buffer(ctx, "fused_qkv qkv", qkv, u64::from(s.n_q() + 2 * s.n_kv()))?;
+        let stacked = self.ix.shared(3, false);
+        let buffers = [
+            state.into(),
+            x.into(),
+            vecs.into(),
+            weight_res(ctx, wq, stacked)?,
+            weight_res(ctx, wk, stacked)?,
+            weight_res(ctx, wv, stacked)?,
+            qkv.into(),
+        ];
+        Ok(FusedCall {
+            bound: self.pipeline.bind_with_uniform(ctx, params, &buffers)?,
+            groups: [self.x_base, 1, 1],
+        })
+    }
+}

@@ -1,0 +1,189 @@
+//! The model geometry and architecture switches the fused kernels are compiled for (their WGSL
+//! constants).
+
+use super::{ATTENTION_CHUNK, MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM};
+use crate::error::{FuselmError, Result};
+use crate::gpu::GpuContext;
+use crate::kernels::require;
+use crate::shaders;
+
+/// The architecture switches of the fused kernels (WGSL constants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FusedArch {
+    /// Q/K/V biases (`QKV_BIAS`: qwen2).
+    pub qkv_bias: bool,
+    /// Output-projection bias (`O_BIAS`).
+    pub o_bias: bool,
+    /// Per-head Q/K RMS norms (`QK_NORM`: qwen3, gemma3).
+    pub qk_norm: bool,
+    /// Norms of the attention and FFN outputs (`POST_NORMS`: gemma3).
+    pub post_norms: bool,
+    /// GELU-tanh gate instead of SiLU (`GELU`: gemma3).
+    pub gelu: bool,
+}
+
+/// Where one layer's vectors sit in the vector arena, in floats (multiples of 4), or
+/// [`NO_VECTOR`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerVectors {
+    pub attn_norm: u32,
+    pub ffn_norm: u32,
+    /// Q, K and V biases, consecutive.
+    pub qkv_bias: u32,
+    pub o_bias: u32,
+    pub q_norm: u32,
+    pub k_norm: u32,
+    pub post_attn_norm: u32,
+    pub post_ffn_norm: u32,
+    /// The previous layer's `post_ffn_norm`: the norm of the delta this layer's input carries.
+    pub incoming_norm: u32,
+}
+
+/// One layer's attention settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerAttention {
+    /// Score scale (1 / sqrt(head_dim) unless the model says otherwise).
+    pub scale: f32,
+    /// Visible positions of a sliding-window layer; `None`: all.
+    pub window: Option<u32>,
+    /// RoPE frequency base of this layer.
+    pub rope_freq_base: f32,
+}
+
+/// The model geometry the fused kernels need.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusedShape {
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub head_dim: u32,
+    pub n_rot: u32,
+    pub neox: bool,
+    pub rope_freq_base: f32,
+    pub eps: f32,
+    /// KV cache capacity in positions.
+    pub n_ctx: u32,
+    pub arch: FusedArch,
+}
+
+impl FusedShape {
+    pub fn n_q(&self) -> u32 {
+        self.n_head * self.head_dim
+    }
+    pub fn n_kv(&self) -> u32 {
+        self.n_head_kv * self.head_dim
+    }
+    /// Attention chunk slots per head (enough for the whole cache).
+    pub fn max_chunks(&self) -> u32 {
+        self.n_ctx.div_ceil(ATTENTION_CHUNK)
+    }
+    /// Floats per row of the attention partials: n_embd values, then m and l, padded to a
+    /// vec4 (`PART_STRIDE`).
+    pub fn part_stride(&self) -> u32 {
+        self.n_embd + 4
+    }
+    /// Floats of the attention partials buffer: `[n_head, max_chunks, part_stride]`.
+    pub fn partials_len(&self) -> u64 {
+        u64::from(self.n_head) * u64::from(self.max_chunks()) * u64::from(self.part_stride())
+    }
+    /// Floats of the residual stream between fused layers: n_embd, or base and delta
+    /// (`POST_NORMS`).
+    pub fn residual_len(&self) -> u64 {
+        u64::from(self.n_embd) * if self.arch.post_norms { 2 } else { 1 }
+    }
+    /// RoPE's `theta_scale` for a layer whose base is `freq_base`.
+    pub fn theta_scale(&self, freq_base: f32) -> f32 {
+        freq_base.powf(-2.0 / self.n_rot as f32)
+    }
+
+    /// The WGSL that starts every fused kernel of this shape: `enable` directives (subgroups
+    /// when [`GpuContext::subgroups32`]), `extra` (e.g. the KV element type, which may carry
+    /// its own `enable`), the shape as constants, and the row reductions. Constants instead of
+    /// uniforms let the driver unroll the loops over a row and issue all loads at once; the
+    /// pipelines are built per model, so this costs nothing at run time.
+    /// `lanes`: invocations per output row of the kernel (`LANES`, see [`lanes_for`]).
+    pub fn wgsl_prelude(&self, ctx: &GpuContext, extra: &str, lanes: u32) -> String {
+        let sg = ctx.subgroups32();
+        format!(
+            "{enable}{extra}
+const LANES: u32 = {lanes}u;
+const N_EMBD: u32 = {n_embd}u;
+const N_FF: u32 = {n_ff}u;
+const N_HEAD: u32 = {n_head}u;
+const N_HEAD_KV: u32 = {n_head_kv}u;
+const HEAD_DIM: u32 = {head_dim}u;
+const N_ROT: u32 = {n_rot}u;
+const NEOX: bool = {neox};
+const N_CTX: u32 = {n_ctx}u;
+const MAX_CHUNKS: u32 = {max_chunks}u;
+const ATT_CHUNK: u32 = {chunk}u;
+const PART_STRIDE: u32 = {stride}u;
+const QKV_BIAS: bool = {qkv_bias};
+const O_BIAS: bool = {o_bias};
+const QK_NORM: bool = {qk_norm};
+const POST_NORMS: bool = {post_norms};
+const GELU: bool = {gelu};
+const QKN_LEN: u32 = {qkn_len}u;
+const NONE: u32 = 0xffffffffu;
+{reduce}",
+            enable = if sg { ctx.subgroups_enable() } else { "" },
+            n_embd = self.n_embd,
+            n_ff = self.n_ff,
+            n_head = self.n_head,
+            n_head_kv = self.n_head_kv,
+            head_dim = self.head_dim,
+            n_rot = self.n_rot,
+            neox = self.neox,
+            n_ctx = self.n_ctx,
+            max_chunks = self.max_chunks(),
+            chunk = ATTENTION_CHUNK,
+            stride = self.part_stride(),
+            qkv_bias = self.arch.qkv_bias,
+            o_bias = self.arch.o_bias,
+            qk_norm = self.arch.qk_norm,
+            post_norms = self.arch.post_norms,
+            gelu = self.arch.gelu,
+            qkn_len = if self.arch.qk_norm { self.head_dim } else { 1 },
+            reduce = if sg {
+                shaders::REDUCE_SUBGROUP
+            } else {
+                shaders::REDUCE_SHARED
+            },
+        )
+    }
+
+    /// Whether the fused kernels handle this geometry; the error names the limit.
+    pub fn check(&self) -> Result<()> {
+        let limit = |limit: &'static str, needed: u32, available: u32| {
+            if needed > available {
+                Err(FuselmError::LimitExceeded {
+                    limit,
+                    needed: u64::from(needed),
+                    available: u64::from(available),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        limit("fused strategy: n_embd", self.n_embd, MAX_EMBD)?;
+        limit("fused strategy: head_dim", self.head_dim, MAX_HEAD_DIM)?;
+        limit(
+            "fused strategy: n_head x attention chunks (nCtx / 256)",
+            self.n_head * self.max_chunks(),
+            MAX_HEAD_CHUNKS,
+        )?;
+        require(
+            self.head_dim % 8 == 0 && self.n_rot % 2 == 0 && self.n_rot <= self.head_dim,
+            "fused strategy: head_dim must be a multiple of 8 and n_rot even and <= head_dim",
+        )?;
+        require(
+            self.n_embd % 8 == 0 && self.n_ff % 8 == 0 && self.n_ctx > 0,
+            "fused strategy: n_embd and n_ff must be multiples of 8",
+        )?;
+        require(
+            self.n_head_kv > 0 && self.n_head % self.n_head_kv == 0,
+            "fused strategy: n_head must be a multiple of n_head_kv",
+        )
+    }
+}
