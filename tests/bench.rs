@@ -65,8 +65,10 @@ async fn toy_bench_reports_every_strategy() {
                     "{}",
                     r.workload
                 );
+                // Decode chunks of at least 4 steps (`ChunkRamp` keeps them that short where
+                // the host's recording, not the GPU, is the bound; they grow up to 32 otherwise).
                 assert!(
-                    r.submits_per_token < 0.1,
+                    r.submits_per_token <= 0.3,
                     "{}: {}",
                     r.workload,
                     r.submits_per_token
