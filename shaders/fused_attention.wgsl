@@ -17,17 +17,23 @@
 // attention (a few KiB from cache) rather than paying a dispatch boundary.
 //
 // Latency: the Wo weights of this invocation's first KP passes and the query are loaded first,
-// then the state; then every invocation loads its first VP value rows and one key row (vec4
-// loads), so at contexts up to VP value rows per invocation the value phase waits on no memory.
+// and (without QK_NORM) this invocation's key row and its first VP value rows of the chunk, all
+// before the state (whose load tells the step's position): their addresses depend only on the
+// workgroup, the cache never changes during this dispatch, and rows past the visible ones are
+// loaded but never used. So the scores wait on no memory, and at contexts up to VP value rows
+// per invocation neither does the value phase. (With QK_NORM they are loaded after the state,
+// because this dispatch appends row pos.)
 // KP and VP are prepended per pipeline variant (single-chunk steps or any step;
 // kernels::fused_layer::attention_preloads: more of both shorten the chain of memory round
 // trips, at the cost of registers).
 //
-// KV append: the new token's K and V (from fused_qkv) are written into the cache at pos by
-// block 0 of the first query head of each KV group, in the chunk that holds pos; every
-// workgroup reads position pos from `qkv` itself, never from the cache, so no workgroup reads
-// a cache row written in this dispatch (no race). Rows < pos were written by earlier
-// dispatches. `part` rows are PART_STRIDE floats: n_embd values, then m and l.
+// KV append: every workgroup takes position pos from `qkv` itself, never from the cache. The
+// new token's K and V are stored into the cache at pos by fused_ffn_down.wgsl, two dispatches
+// later, except with QK_NORM (whose stored key is the normalised, rotated one computed here):
+// then block 0 of the first query head of each KV group stores them, in the chunk that holds
+// pos, and no workgroup of this dispatch reads a cache row written in it (no race). Rows < pos
+// were written by earlier dispatches. `part` rows are PART_STRIDE floats: n_embd values, then
+// m and l.
 //
 // Architecture switches (see fused_qkv.wgsl): with QK_NORM, fused_qkv wrote Q and K
 // unnormalised and unrotated; every workgroup normalises its query head and its KV group's new
@@ -163,6 +169,24 @@ fn main(
     if lid < HD4 && !QK_NORM {
         q_sh[lid] = qkv[h * HD4 + lid] * p.scale;
     }
+    let g = h / GROUP;
+    let cache = kv_base + g * N_CTX * HD4;  // this KV head's cache rows (vec4s)
+    let c0 = c * ATT_CHUNK;
+    // Without QK_NORM: this invocation's key row and first VP value rows, before the state.
+    let d4 = lid % HD4;
+    let pj = lid / HD4;
+    var kr: array<vec4<f32>, HD4>;
+    var vv: array<vec4<f32>, VP>;
+    if !QK_NORM {
+        let t = min(c0 + lid, N_CTX - 1u);
+        for (var i = 0u; i < HD4; i++) {
+            kr[i] = kv4(k_cache[cache + t * HD4 + i]);
+        }
+        for (var k = 0u; k < VP; k++) {
+            let tv = min(c0 + pj + k * PJ, N_CTX - 1u);
+            vv[k] = kv4(v_cache[cache + tv * HD4 + d4]);
+        }
+    }
     if lid == 0u {
         // 0 when done, or when this chunk starts past the visible positions.
         let len = state.pos + 1u;
@@ -173,11 +197,8 @@ fn main(
         return;
     }
     let pos = len - 1u;
-    let g = h / GROUP;
     let k_new = (N_Q + g * HEAD_DIM) / 4u;  // this KV head's new key in qkv (vec4s)
     let v_new = (N_Q + N_KV + g * HEAD_DIM) / 4u;
-    let cache = kv_base + g * N_CTX * HD4;  // this KV head's cache rows (vec4s)
-    let c0 = c * ATT_CHUNK;
     let n = min(ATT_CHUNK, len - c0);
     // Positions below `lo` are outside a sliding window.
     let lo = select(0u, len - p.window, p.window != 0u && len > p.window);
@@ -218,23 +239,22 @@ fn main(
         workgroupBarrier();
     }
 
-    if lid < HD4 && lead && h % GROUP == 0u && pos < c0 + n && pos < N_CTX {
+    if QK_NORM && lid < HD4 && lead && h % GROUP == 0u && pos < c0 + n && pos < N_CTX {
         k_cache[cache + pos * HD4 + lid] = vec4<kv_t>(new_key(k_new, lid));
         v_cache[cache + pos * HD4 + lid] = vec4<kv_t>(qkv[v_new + lid]);
     }
 
     // Value phase mapping (used below): invocation (d4, pj) sums positions pj, pj + PJ, ...
-    // Its first VP value vectors are loaded now, before the keys.
-    let d4 = lid % HD4;
-    let pj = lid / HD4;
-    var vv: array<vec4<f32>, VP>;
-    for (var k = 0u; k < VP; k++) {
-        let j = pj + k * PJ;
-        let t = c0 + j;
-        if j < n && t != pos {
-            vv[k] = kv4(v_cache[cache + t * HD4 + d4]);
-        } else {
-            vv[k] = vec4<f32>();
+    // With QK_NORM its first VP value vectors are loaded now, before the keys.
+    if QK_NORM {
+        for (var k = 0u; k < VP; k++) {
+            let j = pj + k * PJ;
+            let t = c0 + j;
+            if j < n && t != pos {
+                vv[k] = kv4(v_cache[cache + t * HD4 + d4]);
+            } else {
+                vv[k] = vec4<f32>();
+            }
         }
     }
 
@@ -250,9 +270,13 @@ fn main(
             for (var i = 0u; i < HD4; i++) {
                 s4 += new_key(k_new, i) * q_sh[i];
             }
-        } else {
+        } else if QK_NORM {
             for (var i = 0u; i < HD4; i++) {
                 s4 += kv4(k_cache[cache + t * HD4 + i]) * q_sh[i];
+            }
+        } else {
+            for (var i = 0u; i < HD4; i++) {
+                s4 += kr[i] * q_sh[i];
             }
         }
         s = (s4.x + s4.y) + (s4.z + s4.w);

@@ -11,12 +11,21 @@
 // needs all of it: this kernel writes x = (x_mid, down) as the residual's base and delta, and
 // the next consumer (the next layer's fused_qkv and fused_ffn_up, or fused_post_norm.wgsl
 // before the head) applies the norm. When state.done is set the kernel returns at once.
+// KV append (every architecture without QK_NORM): workgroup 0 also stores the step's new K and
+// V (from fused_qkv's output) into the cache at row pos. It happens here, two dispatches after
+// attention, so that the attention dispatch only reads the cache and can issue its key and
+// value loads before it knows the step's position (fused_attention.wgsl); the next step's
+// attention is the first to read row pos. With QK_NORM the stored key is the normalised,
+// rotated one that only fused_attention computes, so it appends there.
 
 @group(0) @binding(0) var<storage, read> state: State;
 @group(0) @binding(1) var<storage, read> x_mid: array<f32>;        // [n_embd]
 @group(0) @binding(2) var<storage, read> hidden: array<vec4<f32>>; // [n_ff / 4]
 @group(0) @binding(3) var<storage, read> w: array<u32>;            // W_down [n_embd, n_ff]
 @group(0) @binding(4) var<storage, read_write> x: array<f32>;      // [n_embd] (POST_NORMS: [2, n_embd])
+@group(0) @binding(5) var<storage, read> qkv: array<vec4<f32>>;    // [(n_q + 2 n_kv) / 4]
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<kv_t>>; // [n_head_kv, n_ctx, head_dim / 4]
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<kv_t>>;
 
 const WG: u32 = 256u;
 const ROWS: u32 = WG / LANES;
@@ -51,6 +60,16 @@ fn main(
     }
     if workgroupUniformLoad(&flag_sh) != 0u {
         return;
+    }
+    if !QK_NORM && wg.x == 0u {
+        let pos = state.pos;
+        let hd4 = HEAD_DIM / 4u;
+        for (var i = lid; i < N_HEAD_KV * hd4 && pos < N_CTX; i += WG) {
+            let g = i / hd4;
+            let row = kv_base + (g * N_CTX + pos) * hd4 + i % hd4;
+            k_cache[row] = vec4<kv_t>(qkv[(N_HEAD * HEAD_DIM + g * HEAD_DIM) / 4u + i % hd4]);
+            v_cache[row] = vec4<kv_t>(qkv[((N_HEAD + N_HEAD_KV) * HEAD_DIM + g * HEAD_DIM) / 4u + i % hd4]);
+        }
     }
     var acc = 0.0;
     for (var j = 0u; j < PER_LANE; j++) {

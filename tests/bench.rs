@@ -145,9 +145,9 @@ async fn profile_covers_every_dispatch_of_a_step() {
     };
     for role in [
         "norm+qkv+rope",
-        "kv-append+attention+o-proj",
+        "attention+o-proj",
         "combine+norm+gate/up+swiglu",
-        "down+residual",
+        "down+residual+kv-append",
     ] {
         assert_eq!(count(role), 3, "{role}");
     }

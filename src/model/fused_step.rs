@@ -286,6 +286,8 @@ pub struct FusedDecode {
     layers: Vec<FusedLayer>,
     /// The last layer's deferred post-FFN norm (`POST_NORMS`), before the head.
     post_norm: Option<FusedCall>,
+    /// Where the step's K and V go into the cache: fused_ffn_down, or (QK_NORM) attention.
+    append_in_down: bool,
     _buffers: FusedBuffers,
 }
 
@@ -335,7 +337,7 @@ impl FusedDecode {
         let ix_qkv = indexing(&st[0..3], None);
         let ix_att = indexing(&st[3..4], Some(kv4));
         let ix_up = indexing(&st[4..6], None);
-        let ix_down = indexing(&st[6..7], None);
+        let ix_down = indexing(&st[6..7], Some(kv4));
         let mut qkv_k: HashMap<[WeightFormat; 3], FusedQkv> = HashMap::new();
         let mut att_k: HashMap<WeightFormat, FusedAttention> = HashMap::new();
         let mut up_k: HashMap<[WeightFormat; 2], FusedFfnUp> = HashMap::new();
@@ -353,7 +355,7 @@ impl FusedDecode {
                 e.insert(FusedFfnUp::new(ctx, &s, fu[0], fu[1], &ix_up).await?);
             }
             if let std::collections::hash_map::Entry::Vacant(e) = down_k.entry(w.w_down.format) {
-                e.insert(FusedFfnDown::new(ctx, &s, w.w_down.format, &ix_down).await?);
+                e.insert(FusedFfnDown::new(ctx, &s, w.w_down.format, kv, &ix_down).await?);
             }
         }
         // The per-layer uniform arrays (any pipeline variant of a role reads the same one).
@@ -434,6 +436,9 @@ impl FusedDecode {
                     &acts.hidden,
                     &w.w_down,
                     x,
+                    &b.qkv,
+                    &acts.k_cache[l],
+                    &acts.v_cache[l],
                 )?,
             };
             let layer = FusedLayer {
@@ -477,6 +482,7 @@ impl FusedDecode {
             embed_dispatches: weights.tok_embd.chunks().len() as u32,
             layers,
             post_norm,
+            append_in_down: !s.arch.qk_norm,
             _buffers: buffers,
         })
     }
@@ -519,7 +525,11 @@ impl FusedDecode {
                 record: Box::new(move |p| l.qkv.record_at(p, layer)),
             });
             out.push(RoleCall {
-                role: "kv-append+attention+o-proj",
+                role: if self.append_in_down {
+                    "attention+o-proj"
+                } else {
+                    "kv-append+attention+o-proj"
+                },
                 bytes: l.bytes[1] + kv_bytes_per_position * u64::from(len) * n_head,
                 record: Box::new(move |p| l.attention.record(p, layer, len)),
             });
@@ -529,7 +539,11 @@ impl FusedDecode {
                 record: Box::new(move |p| l.ffn_up.record(p, layer, len)),
             });
             out.push(RoleCall {
-                role: "down+residual",
+                role: if self.append_in_down {
+                    "down+residual+kv-append"
+                } else {
+                    "down+residual"
+                },
                 bytes: l.bytes[3],
                 record: Box::new(move |p| l.ffn_down.record_at(p, layer)),
             });

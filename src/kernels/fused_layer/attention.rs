@@ -2,8 +2,8 @@
 //! the chunk's share of the output projection), and how much it loads up front.
 
 use super::{
-    check_vectors, flag_len, single_chunk, FusedShape, LayerAttention, LayerIndexing, LayerVectors,
-    ATTENTION_CHUNK, ATTENTION_MIN_GROUPS,
+    cache_res, check_vectors, flag_len, single_chunk, FusedShape, LayerAttention, LayerIndexing,
+    LayerVectors, ATTENTION_CHUNK, ATTENTION_MIN_GROUPS,
 };
 use crate::error::Result;
 use crate::gpu::GpuContext;
@@ -11,7 +11,7 @@ use crate::kernels::attention::KvFormat;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
 use crate::kernels::BufferView;
-use crate::kernels::{check_buffer, compose, require, Bound, PassState, Pipeline, Res, Slot};
+use crate::kernels::{check_buffer, compose, require, Bound, PassState, Pipeline, Slot};
 use crate::shaders;
 
 #[repr(C)]
@@ -150,18 +150,11 @@ impl FusedAttention {
         )?;
         check_buffer(ctx, "fused_attention part", part, s.partials_len())?;
         let stacked = self.ix.shared(1, true);
-        fn cache(v: &BufferView, stacked: bool) -> Res<'_> {
-            if stacked {
-                (&v.buffer).into()
-            } else {
-                v.into()
-            }
-        }
         let buffers = [
             state.into(),
             qkv.into(),
-            cache(k_cache, stacked),
-            cache(v_cache, stacked),
+            cache_res(k_cache, stacked),
+            cache_res(v_cache, stacked),
             weight_res(ctx, wo, stacked)?,
             part.into(),
             vecs.into(),

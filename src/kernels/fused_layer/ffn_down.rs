@@ -1,15 +1,18 @@
 //! Dispatch 4 of a layer: `fused_ffn_down` (down projection + residual).
 
-use super::{lanes_for, FusedCall, FusedShape, LayerIndexing, WORKGROUP};
+use super::{cache_res, lanes_for, FusedCall, FusedShape, LayerIndexing, WORKGROUP};
 use crate::error::Result;
 use crate::gpu::GpuContext;
+use crate::kernels::attention::KvFormat;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
+use crate::kernels::BufferView;
 use crate::kernels::{check_buffer, compose, require, Pipeline, Slot};
 use crate::shaders;
 
-/// Dispatch 4: `x = x_mid + W_down · hidden`. Layer-indexed ([`LayerIndexing`]), bindings
-/// in `@group(3)`.
+/// Dispatch 4: `x = x_mid + W_down · hidden`, and (without QK_NORM) the step's K and V stored
+/// into the KV cache, so that attention only reads it. Layer-indexed ([`LayerIndexing`]: the
+/// weight and the KV caches), bindings in `@group(3)`.
 #[derive(Debug, Clone)]
 pub struct FusedFfnDown {
     pipeline: Pipeline,
@@ -23,6 +26,7 @@ impl FusedFfnDown {
         ctx: &GpuContext,
         s: &FusedShape,
         down: WeightFormat,
+        kv: KvFormat,
         ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check()?;
@@ -34,13 +38,21 @@ impl FusedFfnDown {
             ix.n_layer,
         )?;
         let source = compose(&[
-            &s.wgsl_prelude(ctx, "", lanes),
+            &s.wgsl_prelude(ctx, kv.prelude(ctx)?, lanes),
             shaders::COMMON,
             &layer_prelude(ix, x_base, &[("w", down)], false),
             shaders::FUSED_FFN_DOWN,
         ]);
-        let mut slots = vec![Slot::Read; 4];
-        slots.push(Slot::ReadWrite);
+        let slots = [
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::Read,
+            Slot::ReadWrite,
+            Slot::Read,
+            Slot::ReadWrite,
+            Slot::ReadWrite,
+        ];
         let pipeline =
             Pipeline::new_in_group(ctx, "fused_ffn_down", &in_group(source, 3), &slots, 3).await?;
         Ok(Self {
@@ -51,7 +63,9 @@ impl FusedFfnDown {
         })
     }
 
-    /// One layer's call (stacked W_down: every layer's).
+    /// One layer's call (stacked W_down and KV caches: every layer's). `qkv`: fused_qkv's
+    /// output; `k_cache`, `v_cache`: the layer's views.
+    #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
         ctx: &GpuContext,
@@ -60,6 +74,9 @@ impl FusedFfnDown {
         hidden: &wgpu::Buffer,
         down: &GpuWeight,
         x: &wgpu::Buffer,
+        qkv: &wgpu::Buffer,
+        k_cache: &BufferView,
+        v_cache: &BufferView,
     ) -> Result<FusedCall> {
         let s = &self.shape;
         require(
@@ -69,12 +86,22 @@ impl FusedFfnDown {
         check_buffer(ctx, "fused_ffn_down x_mid", x_mid, u64::from(s.n_embd))?;
         check_buffer(ctx, "fused_ffn_down hidden", hidden, u64::from(s.n_ff))?;
         check_buffer(ctx, "fused_ffn_down x", x, s.residual_len())?;
+        check_buffer(
+            ctx,
+            "fused_ffn_down qkv",
+            qkv,
+            u64::from(s.n_q() + 2 * s.n_kv()),
+        )?;
+        let stacked = self.ix.shared(1, true);
         let buffers = [
             state.into(),
             x_mid.into(),
             hidden.into(),
-            weight_res(ctx, down, self.ix.shared(1, false))?,
+            weight_res(ctx, down, stacked)?,
             x.into(),
+            qkv.into(),
+            cache_res(k_cache, stacked),
+            cache_res(v_cache, stacked),
         ];
         Ok(FusedCall {
             bound: self.pipeline.bind_plain(ctx, &buffers)?,

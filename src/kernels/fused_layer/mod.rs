@@ -59,7 +59,7 @@ pub use qkv::{FusedQkv, QkvParams};
 pub use shape::{FusedArch, FusedShape, LayerAttention, LayerVectors};
 
 pub use super::layer_indexing::{uniform_array, LayerIndexing};
-use super::{check_buffer, require, Bound, PassState};
+use super::{check_buffer, require, Bound, BufferView, PassState, Res};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 
@@ -101,6 +101,16 @@ pub fn lanes_for(units: u32, max: u32) -> u32 {
         lanes *= 2;
     }
     lanes
+}
+
+/// A layer's KV cache as a binding: the whole stacked buffer when one bind group serves every
+/// layer (the kernel adds `kv_base`), else the layer's view.
+fn cache_res(v: &BufferView, stacked: bool) -> Res<'_> {
+    if stacked {
+        (&v.buffer).into()
+    } else {
+        v.into()
+    }
 }
 
 /// Whether a step that sees at most `max_len` positions records the single-chunk variants of
