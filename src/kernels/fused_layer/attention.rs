@@ -1,5 +1,6 @@
-//! Dispatch 2 of a layer: `fused_attention` (KV append, attention over a chunk of positions,
-//! the chunk's share of the output projection), and how much it loads up front.
+//! Dispatch 2 of a layer: `fused_attention` (attention over a chunk of positions, the chunk's
+//! share of the output projection; with QK_NORM also the KV append), and how much it loads up
+//! front.
 
 use super::{
     cache_res, check_vectors, flag_len, single_chunk, FusedShape, LayerAttention, LayerIndexing,
@@ -27,7 +28,8 @@ pub struct AttentionParams {
 }
 const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
-/// Dispatch 2: KV append + chunked attention + per-chunk output projection → `part`. Two
+/// Dispatch 2: chunked attention + per-chunk output projection → `part` (+ the KV append with
+/// QK_NORM; else `fused_ffn_down` appends, so this kernel only reads the cache). Two
 /// pipelines, as for [`FusedFfnUp`]: for steps whose context fits one attention chunk, and for
 /// any step (they differ in what they load up front, [`attention_preloads`]; one pipeline
 /// serves both where they would not).

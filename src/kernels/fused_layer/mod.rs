@@ -3,9 +3,9 @@
 //! | dispatch | WGSL | work | workgroups |
 //! |---|---|---|---|
 //! | 1 | `fused_qkv` | RMS norm, Q/K/V projections, RoPE | (n_q + 2 n_kv) / (256 / lanes) |
-//! | 2 | `fused_attention` | KV append, attention over a chunk, the chunk's output projection | n_head × chunks × row blocks |
+//! | 2 | `fused_attention` | attention over a chunk, the chunk's output projection (KV append with QK_NORM) | n_head × chunks × row blocks |
 //! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes × [`ffn_up_passes`]) |
-//! | 4 | `fused_ffn_down` | down projection + residual | n_embd / (256 / lanes) |
+//! | 4 | `fused_ffn_down` | down projection + residual, KV append (without QK_NORM) | n_embd / (256 / lanes) |
 //!
 //! One file per dispatch (`qkv.rs`, `attention.rs`, `ffn_up.rs`, `ffn_down.rs`, and
 //! `post_norm.rs` for the step's last norm), the geometry and architecture switches they are
