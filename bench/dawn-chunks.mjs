@@ -4,19 +4,11 @@
 // cap, a cap of 4 gives constant chunks of 4; so the sweep shows what a chunk costs the host
 // and what the last chunk's unhidden GPU time costs (bench/NOTES.md, "Chunks that follow the host").
 // Usage: node bench/dawn-chunks.mjs DAWN_DIR MODEL OUT.json   (dist/ is the package measured)
-import { openAsBlob, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { openAsBlob, writeFileSync } from "node:fs";
+import { loadFuselm } from "./dawn-env.mjs";
 
 const [dawnDir, modelPath, outPath] = process.argv.slice(2);
-const { create, globals } = await import(pathToFileURL(join(resolve(dawnDir), "index.js")).href);
-Object.assign(globalThis, globals);
-globalThis.Window ??= class Window {};
-globalThis.navigator ??= {};
-Object.defineProperty(globalThis.navigator, "gpu", { value: create([]), configurable: true });
-const dist = resolve("dist");
-const fuselm = await import(pathToFileURL(join(dist, "index.js")).href);
-await fuselm.init(readFileSync(join(dist, "wasm", "fuselm_bg.wasm")));
+const fuselm = await loadFuselm(dawnDir, "dist");
 const model = await fuselm.loadModel(await openAsBlob(modelPath), { nCtx: 1152 });
 const caps = (process.env.CAPS ?? "4,8,16,32,128").split(",").map(Number);
 const rounds = Number(process.env.ROUNDS ?? 6);
