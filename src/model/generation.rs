@@ -518,8 +518,8 @@ impl GpuModel {
         prog.out.submits += u64::from((last - reuse).div_ceil(self.acts.max_batch.max(1)));
         prog.out.dispatches += u64::from(self.prefill.dispatches()) * prog.out.submits;
         let ctx = &self.ctx;
-        // (the read, its tokens, the decode steps it ran: 0 for the prompt's pass)
-        let mut pending: VecDeque<(StagedRead, u32, u32)> = VecDeque::new();
+        // (the read, its tokens, whether it is a decode chunk rather than the prompt's pass)
+        let mut pending: VecDeque<(StagedRead, u32, bool)> = VecDeque::new();
 
         // The last prompt batch and the first token: one pass.
         let mut enc = Self::encoder(ctx);
@@ -536,18 +536,21 @@ impl GpuModel {
             u64::from(n) * 4,
             4,
         );
-        pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), 1, 0));
+        pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), 1, false));
         prog.out.submits += 1;
         prog.out.dispatches +=
             u64::from(self.prefill.dispatches() - 2 + fused.choice.dispatches(sampling));
-        let mut recorded = 1u32; // tokens whose steps are recorded
-                                 // Chunks start at FIRST_CHUNK steps (the host records the next chunk before it waits
-                                 // for the first token) and grow only while the GPU is the bound (`ChunkRamp`).
+        // Tokens whose steps are recorded.
+        let mut recorded = 1u32;
+        // Chunks start at FIRST_CHUNK steps: the host records the next chunk before it waits for
+        // the first token, and recording a full chunk (~125 dispatches a step on SmolLM2) took
+        // longer than the prompt's GPU work (TTFT ~13 ms natively, ~36 ms in wasm, at 32). They
+        // grow only while the GPU is the bound (`ChunkRamp`).
         let mut ramp = ChunkRamp::new(FIRST_CHUNK, req.chunk_tokens);
         let per_step =
             u64::from(fused.decode.body_dispatches() + fused.choice.dispatches(sampling));
 
-        while let Some((read, count, ran)) = pending.pop_front() {
+        while let Some((read, count, decode)) = pending.pop_front() {
             // Keep the GPU busy: queue the next chunk before waiting for this one.
             while pending.is_empty() && recorded < req.max_tokens {
                 let steps = ramp.next_steps().min(req.max_tokens - recorded);
@@ -576,7 +579,7 @@ impl GpuModel {
                 pending.push_back((
                     read.submitted(ctx.queue.submit([enc.finish()])),
                     steps,
-                    steps,
+                    true,
                 ));
                 let record = now_seconds() - record_start;
                 ramp.recorded(steps, record);
@@ -588,8 +591,8 @@ impl GpuModel {
             }
             let wait_start = now_seconds();
             let ids: Vec<u32> = bytemuck::pod_collect_to_vec(&read.read(&ctx.device).await?);
-            if ran > 0 {
-                ramp.waited(ran, now_seconds() - wait_start);
+            if decode {
+                ramp.waited(count, now_seconds() - wait_start);
             }
             for &id in ids.iter().take(count as usize) {
                 if !prog.accept(id, p, req.max_tokens, on_token) {
