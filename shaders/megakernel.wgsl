@@ -38,8 +38,9 @@
 // wrote; consecutive phases are separated by `sync()`. The exceptions are by design:
 // (a) an invocation re-reading its own writes (program order suffices): attention scores
 // s[S_SC + j] are written and then exponentiated by invocation j % 256; (b) the reduction
-// helpers, which write their own slot of `red4` / `red_u` and reread others' only after
-// workgroupBarrier, and end with a barrier so the array can be reused; (c) `state`, `tokens`
+// helpers (megakernel_reduce_*.wgsl), which write their own slot of `red4` / `red_u` and
+// reread others' only after workgroupBarrier, and end with a barrier so the array can be
+// reused; (c) `state`, `tokens`
 // [c + 1] and `counts`, written only by invocation 0 (commit, or the prompt's cursor move)
 // and read by all only after the step's closing `sync()`. The loop bounds and every branch
 // around a barrier depend only on constants, the uniform `p`, read-only storage (`arena`,
@@ -104,18 +105,30 @@ const G_CUT: u32 = 2u;
 
 var<workgroup> res_sh: array<f32, SH_LEN>; // the residual stream (SHARED)
 var<workgroup> vin_sh: array<f32, VIN_LEN>; // the matrix-vector input (SHARED)
-var<workgroup> qh_sh: array<f32, GA_LEN>;   // grid attention: the head's rotated Q,
-var<workgroup> kc_sh: array<f32, GA_LEN>;   // and K and V of position c
-var<workgroup> vc_sh: array<f32, GA_LEN>;
+var<workgroup> qh_sh: array<f32, GA_LEN>;   // grid attention: the head's rotated Q
+var<workgroup> kc_sh: array<f32, N_KV>;    // K (rotated) and V of position c, every KV head
+var<workgroup> vc_sh: array<f32, N_KV>;
 var<workgroup> ok_sh: u32;
 var<private> gb_n: u32; // grid barriers passed in this dispatch
-var<workgroup> red4: array<vec4<f32>, WG>;
-var<workgroup> red_u: array<u32, WG>;
 var<workgroup> flag_sh: u32;
 var<workgroup> cut_sh: u32;
 
+// The barrier that ends a phase whose results are in the scratch: a storage barrier too
+// only when the scratch is the storage buffer. (WGSL's storageBarrier has device memory scope:
+// on NVIDIA it costs ~1 µs, like a grid barrier; a workgroupBarrier alone ~20–50 ns.)
 fn sync() {
-    storageBarrier();
+    if !SCRATCH_SHARED {
+        storageBarrier();
+    }
+    workgroupBarrier();
+}
+
+// The barrier that ends a phase writing the residual stream or the matrix-vector input: in
+// workgroup memory when SHARED or SCRATCH_SHARED, else in the storage scratch.
+fn sync_res() {
+    if !SHARED && !SCRATCH_SHARED {
+        storageBarrier();
+    }
     workgroupBarrier();
 }
 
@@ -191,38 +204,13 @@ fn arena_f32(i: u32) -> f32 {
     return bitcast<f32>(arena[i]);
 }
 
-// Sums over aligned groups of `width` invocations (a power of two <= WG); every invocation
-// of the group gets its group's. Uniform control flow only.
-fn lanes_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
-    red4[lid] = v;
-    for (var st = width / 2u; st > 0u; st >>= 1u) {
-        workgroupBarrier();
-        if lid % width < st {
-            red4[lid] += red4[lid + st];
-        }
-    }
-    workgroupBarrier();
-    let r = red4[lid - lid % width];
-    workgroupBarrier();
-    return r;
+// The row sums of the matrix-vector products (ML lanes per row).
+fn mv_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
+    return lanes_sum4(lid, v, ML);
 }
 
 fn lanes_sum(lid: u32, v: f32, width: u32) -> f32 {
     return lanes_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), width).x;
-}
-
-fn wg_max(lid: u32, v: f32) -> f32 {
-    red4[lid].x = v;
-    for (var st = WG / 2u; st > 0u; st >>= 1u) {
-        workgroupBarrier();
-        if lid < st {
-            red4[lid].x = max(red4[lid].x, red4[lid + st].x);
-        }
-    }
-    workgroupBarrier();
-    let r = red4[0].x;
-    workgroupBarrier();
-    return r;
 }
 
 // y[out + r] = W[r] . input for r < n_rows, W the matrix at table entry `t` (format, first
@@ -276,7 +264,7 @@ fn norm_to_vin(lid: u32, norm: u32) {
     for (var i = lid; i < N_EMBD; i += WG) {
         vin_set(i, res_get(i) * scale * arena_f32(norm + i));
     }
-    sync();
+    sync_res();
 }
 
 fn kv_base(l: u32, which: u32, kvh: u32) -> u32 {
@@ -304,12 +292,16 @@ fn rope_at(b: u32, d: u32, c: u32) -> f32 {
 }
 
 // Q, K (rotated) and V of position c from the raw projections at S_TMP: Q to S_Q, K and V to
-// row c of layer l's cache.
+// row c of layer l's cache and to kc_sh / vc_sh, from which this position's attention reads
+// them. So the cache's row c is read only by later positions, after the step's closing
+// storage barrier, and this phase needs none of its own.
 fn rope_store(lid: u32, l: u32, c: u32) {
     for (var e = lid; e < N_Q + 2u * N_KV; e += WG) {
         if e >= N_Q + N_KV {
             let f = e - N_Q - N_KV;
-            kv[kv_base(l, 1u, f / HEAD_DIM) + c * HEAD_DIM + f % HEAD_DIM] = sget(S_TMP + e);
+            let v = sget(S_TMP + e);
+            kv[kv_base(l, 1u, f / HEAD_DIM) + c * HEAD_DIM + f % HEAD_DIM] = v;
+            vc_sh[f] = v;
             continue;
         }
         let f = select(e, e - N_Q, e >= N_Q);
@@ -319,17 +311,19 @@ fn rope_store(lid: u32, l: u32, c: u32) {
             sset(S_Q + e, v);
         } else {
             kv[kv_base(l, 0u, f / HEAD_DIM) + c * HEAD_DIM + d] = v;
+            kc_sh[f] = v;
         }
     }
     sync();
 }
 
-// Attention of head h over positions 0..=c of layer l → S_ATT (normalised). Q from S_Q and
-// every K/V row from the cache; with `own` (grid mode) Q from qh_sh and position c's K and V
-// from kc_sh / vc_sh (the workgroup's own copy), scores in the head's own row of S_SC.
+// Attention of head h over positions 0..=c of layer l → S_ATT (normalised). Q from S_Q
+// (with `own`, grid mode: from qh_sh), rows 0..c-1 from the cache and row c from kc_sh /
+// vc_sh (the workgroup's own copy); in grid mode scores in the head's own row of S_SC.
 fn attend_head(lid: u32, l: u32, c: u32, h: u32, own: bool) {
     let kb = kv_base(l, 0u, h / GROUP);
     let vb = kv_base(l, 1u, h / GROUP);
+    let cb = h / GROUP * HEAD_DIM; // the group's head in kc_sh / vc_sh
     let qb = S_Q + h * HEAD_DIM;
     let sc = S_SC + select(0u, h * N_CTX, GRID_MODE);
     var m = -3.0e38;
@@ -343,8 +337,8 @@ fn attend_head(lid: u32, l: u32, c: u32, h: u32, own: bool) {
             } else {
                 q = sget4(qb + e);
             }
-            if own && j == c {
-                k = vec4<f32>(kc_sh[e], kc_sh[e + 1u], kc_sh[e + 2u], kc_sh[e + 3u]);
+            if j == c {
+                k = vec4<f32>(kc_sh[cb + e], kc_sh[cb + e + 1u], kc_sh[cb + e + 2u], kc_sh[cb + e + 3u]);
             } else {
                 let o = kb + j * HEAD_DIM + e;
                 k = vec4<f32>(kv[o], kv[o + 1u], kv[o + 2u], kv[o + 3u]);
@@ -370,8 +364,8 @@ fn attend_head(lid: u32, l: u32, c: u32, h: u32, own: bool) {
     if part < PARTS {
         for (var j = part; j <= c; j += PARTS) {
             var v: f32;
-            if own && j == c {
-                v = vc_sh[d];
+            if j == c {
+                v = vc_sh[cb + d];
             } else {
                 v = kv[vb + j * HEAD_DIM + d];
             }
@@ -402,7 +396,7 @@ fn add_residual(lid: u32, src: u32) {
     for (var i = lid; i < N_EMBD; i += WG) {
         res_set(i, res_get(i) + sget(src + i));
     }
-    sync();
+    sync_res();
 }
 
 fn layer(lid: u32, wid: u32, l: u32, c: u32) {
@@ -445,7 +439,7 @@ fn embed(lid: u32, c: u32) {
             res_set(8u * u + 4u + j, v.b[j]);
         }
     }
-    sync();
+    sync_res();
 }
 
 fn load_list(list: u32, slot: u32, lid: u32) {
@@ -460,28 +454,6 @@ fn load_list(list: u32, slot: u32, lid: u32) {
         key_z[slot * BLOCK + lid] = z;
         key_id[slot * BLOCK + lid] = id;
     }
-}
-
-// The best (value, id) over the workgroup (`better`: highest value, lowest id on ties; NaN
-// and NONE never win), as (f32 bits, id), to every invocation.
-fn wg_best(lid: u32, z: f32, i: u32) -> vec2<u32> {
-    red4[lid].x = z;
-    red_u[lid] = i;
-    for (var st = WG / 2u; st > 0u; st >>= 1u) {
-        workgroupBarrier();
-        if lid < st {
-            let oz = red4[lid + st].x;
-            let oi = red_u[lid + st];
-            if oi != NONE && (red_u[lid] == NONE || better(oz, oi, red4[lid].x, red_u[lid])) {
-                red4[lid].x = oz;
-                red_u[lid] = oi;
-            }
-        }
-    }
-    workgroupBarrier();
-    let r = vec2<u32>(bitcast<u32>(red4[0].x), red_u[0]);
-    workgroupBarrier();
-    return r;
 }
 
 // The head, penalties and the choice of token c + 1 (returned to invocation 0).

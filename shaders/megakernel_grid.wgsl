@@ -71,14 +71,14 @@ fn attention_grid(lid: u32, wid: u32, l: u32, c: u32) {
         let g = h / GROUP;
         for (var d = lid; d < HEAD_DIM; d += WG) {
             qh_sh[d] = rope_at(S_TMP + h * HEAD_DIM, d, c);
-            kc_sh[d] = rope_at(S_TMP + N_Q + g * HEAD_DIM, d, c);
-            vc_sh[d] = sget(S_TMP + N_Q + N_KV + g * HEAD_DIM + d);
+            kc_sh[g * HEAD_DIM + d] = rope_at(S_TMP + N_Q + g * HEAD_DIM, d, c);
+            vc_sh[g * HEAD_DIM + d] = sget(S_TMP + N_Q + N_KV + g * HEAD_DIM + d);
         }
         workgroupBarrier();
         if h % GROUP == 0u {
             for (var d = lid; d < HEAD_DIM; d += WG) {
-                kv[kv_base(l, 0u, g) + c * HEAD_DIM + d] = kc_sh[d];
-                kv[kv_base(l, 1u, g) + c * HEAD_DIM + d] = vc_sh[d];
+                kv[kv_base(l, 0u, g) + c * HEAD_DIM + d] = kc_sh[g * HEAD_DIM + d];
+                kv[kv_base(l, 1u, g) + c * HEAD_DIM + d] = vc_sh[g * HEAD_DIM + d];
             }
         }
         attend_head(lid, l, c, h, true);

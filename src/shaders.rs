@@ -42,6 +42,9 @@ pub const SAMPLE_SELECT: &str = include_str!("../shaders/sample_select.wgsl");
 pub const SAMPLE_DRAW: &str = include_str!("../shaders/sample_draw.wgsl");
 pub const MEGAKERNEL: &str = include_str!("../shaders/megakernel.wgsl");
 pub const MEGAKERNEL_GRID: &str = include_str!("../shaders/megakernel_grid.wgsl");
+pub const MEGAKERNEL_REDUCE_SHARED: &str = include_str!("../shaders/megakernel_reduce_shared.wgsl");
+pub const MEGAKERNEL_REDUCE_SUBGROUP: &str =
+    include_str!("../shaders/megakernel_reduce_subgroup.wgsl");
 pub const SAMPLE_CHOOSE: &str = include_str!("../shaders/sample_choose.wgsl");
 pub const SAMPLER_PARAMS: &str = include_str!("../shaders/sampler_params.wgsl");
 pub const KV_STORE: &str = include_str!("../shaders/kv_store.wgsl");

@@ -26,10 +26,10 @@ pub const TABLE_STRIDE: u32 = 16;
 /// Largest head_dim (one attention output element per invocation).
 pub const MAX_HEAD_DIM: u32 = 256;
 
-/// Workgroup memory of everything but the shared vectors: the reductions (256 vec4 and
-/// 256 words), the top-k keys (2 × 1024), the candidates' weights (128), three flags and the
-/// grid version's three head vectors (one word each in the portable version).
-const FIXED_WORKGROUP_BYTES: u64 = 4 * (4 * 256 + 256 + 2 * 1024 + 128 + 3 + 3);
+/// Workgroup memory of everything but the shared vectors and position c's K and V: the
+/// reductions (256 vec4 and 256 words), the top-k keys (2 × 1024), the candidates' weights
+/// (128), three flags and the grid version's head query (one word in the portable version).
+const FIXED_WORKGROUP_BYTES: u64 = 4 * (4 * 256 + 256 + 2 * 1024 + 128 + 3 + 1);
 /// Polls of a grid barrier's spin before it gives up and sets the error flag (~0.1–0.5 s on a
 /// GPU, where one poll is an L2 atomic round trip).
 pub const SPIN_MAX: u32 = 1 << 19;
@@ -117,15 +117,21 @@ impl MegaShape {
         lanes
     }
 
+    /// Workgroup memory every version needs: the fixed arrays and position c's K and V
+    /// (every KV head), from which that position's attention reads them.
+    pub fn fixed_workgroup_bytes(&self) -> u64 {
+        FIXED_WORKGROUP_BYTES + 2 * 4 * u64::from(self.n_kv())
+    }
+
     /// Whether the whole scratch fits workgroup memory next to the kernel's fixed arrays
     /// within `limit` bytes (then the residual and the matrix input live there too).
     pub fn scratch_shared(&self, limit: u32) -> bool {
-        FIXED_WORKGROUP_BYTES + 4 * self.scratch(None).words <= u64::from(limit)
+        self.fixed_workgroup_bytes() + 4 * self.scratch(None).words <= u64::from(limit)
     }
 
     /// Else, whether the residual and the matrix-vector input fit workgroup memory.
     pub fn shared(&self, limit: u32) -> bool {
-        FIXED_WORKGROUP_BYTES + 2 * 4 * u64::from(self.n_embd) <= u64::from(limit)
+        self.fixed_workgroup_bytes() + 2 * 4 * u64::from(self.n_embd) <= u64::from(limit)
     }
 
     /// Floats of the grid version's matrix-vector input (in workgroup memory): the widest
@@ -137,9 +143,9 @@ impl MegaShape {
     /// Workgroup memory the grid version needs: the residual, the widest matrix input and
     /// the head vectors next to the fixed arrays.
     pub fn grid_workgroup_bytes(&self) -> u64 {
-        FIXED_WORKGROUP_BYTES
+        self.fixed_workgroup_bytes()
             + 4 * u64::from(self.n_embd + self.grid_vin_len())
-            + 3 * 4 * u64::from(self.head_dim)
+            + 4 * u64::from(self.head_dim)
     }
 
     /// The scratch layout; `grid`: the grid version's workgroup count (per-head score rows,
@@ -256,16 +262,16 @@ impl Megakernel {
         }
         let scratch_shared = !grid_mode && shape.scratch_shared(limit);
         let shared = grid_mode || (!scratch_shared && shape.shared(limit));
-        let fixed_ok = FIXED_WORKGROUP_BYTES <= u64::from(limit);
+        let fixed_ok = shape.fixed_workgroup_bytes() <= u64::from(limit);
         if !fixed_ok {
             return Err(FuselmError::LimitExceeded {
                 limit: "maxComputeWorkgroupStorageSize",
-                needed: FIXED_WORKGROUP_BYTES,
+                needed: shape.fixed_workgroup_bytes(),
                 available: u64::from(limit),
             });
         }
         let sc = shape.scratch(grid);
-        let sg = grid_mode && ctx.subgroups32();
+        let sg = ctx.subgroups32();
         let ml = if grid_mode { GRID_LANES } else { shape.lanes() };
         let consts = format!(
             "const N_EMBD: u32 = {d}u;
@@ -358,12 +364,12 @@ const S_CAND: u32 = {cand}u;
             .iter()
             .map(|f| f.decoder_reading("arena", &format!("wf{}", format_id(*f))))
             .collect();
-        // Row sums of the matrix-vector products: one subgroup per row in the grid version
-        // where subgroups are 32 wide, else the workgroup-memory tree.
-        let sum = if sg {
-            "fn mv_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {\n    return subgroupAdd(v);\n}\n"
+        // The reductions: subgroup operations where subgroups are 32 wide, else trees in
+        // workgroup memory.
+        let reduce = if sg {
+            shaders::MEGAKERNEL_REDUCE_SUBGROUP
         } else {
-            "fn mv_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {\n    return lanes_sum4(lid, v, ML);\n}\n"
+            shaders::MEGAKERNEL_REDUCE_SHARED
         };
         let enable = if sg { ctx.subgroups_enable() } else { "" };
         let mut parts: Vec<&str> = vec![
@@ -378,7 +384,7 @@ const S_CAND: u32 = {cand}u;
         parts.extend(decoders.iter().map(String::as_str));
         let switch = format_switch(&formats);
         parts.push(&switch);
-        parts.push(sum);
+        parts.push(reduce);
         let kernel = if grid_mode {
             shaders::MEGAKERNEL.replace("/*coherent*/", "@coherent")
         } else {
