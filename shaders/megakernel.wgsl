@@ -31,21 +31,33 @@
 // else in `s`.
 //
 // Synchronization argument (why there are no races). There is one workgroup, so every
-// reader and writer of every buffer is an invocation of it, and `sync()` (storageBarrier +
-// workgroupBarrier: all invocations arrive, and storage and workgroup writes before it are
-// visible to all after it) orders them. Every phase below writes only locations that no
-// other invocation reads or writes in the same phase, and reads only what earlier phases
-// wrote; consecutive phases are separated by `sync()`. The exceptions are by design:
+// reader and writer of every buffer is an invocation of it, and the phase barriers order
+// them: all invocations arrive, and the writes before the barrier are visible to all after
+// it — workgroup memory through workgroupBarrier, storage through storageBarrier, which the
+// phase barriers add only where a phase's data is in storage (`sync`: the scratch unless
+// SCRATCH_SHARED; `sync_res`: the residual and matrix input unless SHARED or SCRATCH_SHARED;
+// WGSL's storageBarrier has device scope and is not free). Every phase below writes only
+// locations that no other invocation reads or writes in the same phase, and reads only what
+// earlier phases wrote. The exceptions are by design:
 // (a) an invocation re-reading its own writes (program order suffices): attention scores
-// s[S_SC + j] are written and then exponentiated by invocation j % 256; (b) the reduction
-// helpers (megakernel_reduce_*.wgsl), which write their own slot of `red4` / `red_u` and
-// reread others' only after workgroupBarrier, and end with a barrier so the array can be
-// reused; (c) `state`, `tokens`
-// [c + 1] and `counts`, written only by invocation 0 (commit, or the prompt's cursor move)
-// and read by all only after the step's closing `sync()`. The loop bounds and every branch
-// around a barrier depend only on constants, the uniform `p`, read-only storage (`arena`,
-// `sampler`: uniform by WGSL's analysis) or values broadcast by workgroupUniformLoad, so
-// all 256 invocations reach every barrier together (WGSL's uniformity analysis checks it).
+//     s[S_SC + j] are written and then exponentiated by invocation j % 256; the residual
+//     elements `add_norm_to_vin` adds to and then normalises;
+// (b) the reduction helpers (megakernel_reduce_*.wgsl), which write their own slot of `red4`
+//     / `red_u` and reread others' only after workgroupBarrier, and end with a barrier so the
+//     array can be reused;
+// (c) the K/V cache: row c is written by `rope_store` (portable) or the KV group's first
+//     head's workgroup (grid) and read by later positions only, after the step's closing
+//     `gsync()` (storageBarrier); position c's attention reads row c from the workgroup's
+//     copy (`kc_sh` / `vc_sh`);
+// (d) `state`, `tokens`[c + 1] and `counts`, written only by invocation 0 (commit, or the
+//     prompt's cursor move) and read by all only after the step's closing `gsync()`;
+// (e) write after read across a `sync_res` alone: a later phase may overwrite a storage
+//     scratch word an earlier phase read, but every such read's value is consumed (stored
+//     or reduced) before the barrier, so the read is complete.
+// The loop bounds and every branch around a barrier depend only on constants, the uniform
+// `p`, read-only storage (`arena`, `sampler`: uniform by WGSL's analysis) or values
+// broadcast by workgroupUniformLoad, so all 256 invocations reach every barrier together
+// (WGSL's uniformity analysis checks it).
 //
 // Grid mode (GRID_MODE, the opt-in `megakernel-grid` strategy; native only; its barrier,
 // discovery and phases are in megakernel_grid.wgsl, composed after this file): the same
@@ -186,10 +198,19 @@ fn vin_set(i: u32, v: f32) {
     }
 }
 
-// Elements [8u, 8u + 8) of the matrix-vector input: the normalised vector (src == NONE) or
-// s[src..].
+// Elements [8u, 8u + 8) of the matrix-vector input: the normalised vector (src == NONE),
+// SwiGLU of the FFN's gate and up projections (src == S_GATE: computed here, which saves
+// the portable version a phase and its barrier), or s[src..].
 fn in8(src: u32, u: u32) -> W8 {
     let i = 8u * u;
+    if src == S_GATE {
+        let g = W8(sget4(S_GATE + i), sget4(S_GATE + i + 4u));
+        let v = W8(sget4(S_UP + i), sget4(S_UP + i + 4u));
+        return W8(
+            vec4<f32>(silu(g.a.x), silu(g.a.y), silu(g.a.z), silu(g.a.w)) * v.a,
+            vec4<f32>(silu(g.b.x), silu(g.b.y), silu(g.b.z), silu(g.b.w)) * v.b,
+        );
+    }
     if src == NONE && SHARED {
         return W8(
             vec4<f32>(vin_sh[i], vin_sh[i + 1u], vin_sh[i + 2u], vin_sh[i + 3u]),
@@ -202,6 +223,15 @@ fn in8(src: u32, u: u32) -> W8 {
 
 fn arena_f32(i: u32) -> f32 {
     return bitcast<f32>(arena[i]);
+}
+
+// The arena's tensor table, copied into workgroup memory when the dispatch starts: every
+// matrix-vector product and norm looks its tensor up here first, and a workgroup-memory load
+// takes ~30 cycles where a storage load takes an L1 or L2 round trip.
+var<workgroup> tab_sh: array<u32, TABLE_LEN>;
+
+fn tab(i: u32) -> u32 {
+    return tab_sh[i];
 }
 
 // The row sums of the matrix-vector products (ML lanes per row).
@@ -219,8 +249,8 @@ fn lanes_sum(lid: u32, v: f32, width: u32) -> f32 {
 // serves RPI rows: fewer passes and barriers per matrix.
 // Grid mode: pass ps is workgroup (ps + off) % GRID's (`off` spreads consecutive matrices).
 fn matvec(lid: u32, wid: u32, off: u32, t: u32, n_rows: u32, k: u32, src: u32, out: u32) {
-    let fmt = arena[t];
-    let row_base = arena[t + 1u];
+    let fmt = tab(t);
+    let row_base = tab(t + 1u);
     let lane = lid % ML;
     let units = k / 8u;
     let per_pass = RPP * RPI;
@@ -254,17 +284,37 @@ fn npass(n_rows: u32) -> u32 {
 }
 
 // vin = rms_norm(residual) * weight (f32 at arena word `norm`).
-fn norm_to_vin(lid: u32, norm: u32) {
+// vin = rms_norm(residual) * weight (f32 at arena word `norm`), after residual += s[src..]
+// unless src is NONE: the residual add of the phase before, done here saves that phase its
+// own barrier. The invocation's first weight is loaded before the reduction, so its round
+// trip overlaps it. Each invocation rereads only the residual elements it wrote itself.
+fn add_norm_to_vin(lid: u32, src: u32, norm: u32) {
+    var w0 = 0.0;
+    if lid < N_EMBD {
+        w0 = arena_f32(norm + lid);
+    }
     var ss = 0.0;
     for (var i = lid; i < N_EMBD; i += WG) {
-        let x = res_get(i);
+        var x = res_get(i);
+        if src != NONE {
+            x += sget(src + i);
+            res_set(i, x);
+        }
         ss += x * x;
     }
     let scale = inverseSqrt(lanes_sum(lid, ss, WG) / f32(N_EMBD) + bitcast<f32>(EPS_BITS));
     for (var i = lid; i < N_EMBD; i += WG) {
-        vin_set(i, res_get(i) * scale * arena_f32(norm + i));
+        var w = w0;
+        if i != lid {
+            w = arena_f32(norm + i);
+        }
+        vin_set(i, res_get(i) * scale * w);
     }
     sync_res();
+}
+
+fn norm_to_vin(lid: u32, norm: u32) {
+    add_norm_to_vin(lid, NONE, norm);
 }
 
 fn kv_base(l: u32, which: u32, kvh: u32) -> u32 {
@@ -362,7 +412,21 @@ fn attend_head(lid: u32, l: u32, c: u32, h: u32, own: bool) {
     let part = lid / HEAD_DIM;
     var acc = 0.0;
     if part < PARTS {
-        for (var j = part; j <= c; j += PARTS) {
+        // Rows before c four at a time, their loads issued together (the sum's order is
+        // the row order either way), then the rest; row c from the workgroup's copy.
+        var j = part;
+        for (; j + 3u * PARTS < c; j += 4u * PARTS) {
+            let o = vb + j * HEAD_DIM + d;
+            let v0 = kv[o];
+            let v1 = kv[o + PARTS * HEAD_DIM];
+            let v2 = kv[o + 2u * PARTS * HEAD_DIM];
+            let v3 = kv[o + 3u * PARTS * HEAD_DIM];
+            acc += sget(sc + j) * v0;
+            acc += sget(sc + j + PARTS) * v1;
+            acc += sget(sc + j + 2u * PARTS) * v2;
+            acc += sget(sc + j + 3u * PARTS) * v3;
+        }
+        for (; j <= c; j += PARTS) {
             var v: f32;
             if j == c {
                 v = vc_sh[cb + d];
@@ -405,7 +469,8 @@ fn layer(lid: u32, wid: u32, l: u32, c: u32) {
         return;
     }
     let t = TABLE_LAYERS + l * TABLE_STRIDE;
-    norm_to_vin(lid, arena[t + 14u]);
+    // The previous layer's down projection (at S_TMP) is added to the residual here.
+    add_norm_to_vin(lid, select(S_TMP, NONE, l == 0u), tab(t + 14u));
     matvec(lid, wid, 0u, t, N_Q, N_EMBD, NONE, S_TMP);
     matvec(lid, wid, 0u, t + 2u, N_KV, N_EMBD, NONE, S_TMP + N_Q);
     matvec(lid, wid, 0u, t + 4u, N_KV, N_EMBD, NONE, S_TMP + N_Q + N_KV);
@@ -414,24 +479,20 @@ fn layer(lid: u32, wid: u32, l: u32, c: u32) {
     attention(lid, l, c);
     matvec(lid, wid, 0u, t + 6u, N_EMBD, N_Q, S_ATT, S_TMP);
     sync();
-    add_residual(lid, S_TMP);
-    norm_to_vin(lid, arena[t + 15u]);
+    add_norm_to_vin(lid, S_TMP, tab(t + 15u));
     matvec(lid, wid, 0u, t + 8u, N_FF, N_EMBD, NONE, S_GATE);
     matvec(lid, wid, 0u, t + 10u, N_FF, N_EMBD, NONE, S_UP);
     sync();
-    for (var i = lid; i < N_FF; i += WG) {
-        sset(S_GATE + i, silu(sget(S_GATE + i)) * sget(S_UP + i));
-    }
-    sync();
     matvec(lid, wid, 0u, t + 12u, N_EMBD, N_FF, S_GATE, S_TMP);
     sync();
-    add_residual(lid, S_TMP);
+    // residual += S_TMP is left to the next layer's norm, or the head's: a position that
+    // chooses no token never needs the last layer's output.
 }
 
 fn embed(lid: u32, c: u32) {
     let id = tokens[c];
-    let fmt = arena[0];
-    let row = arena[1] + id;
+    let fmt = tab(0u);
+    let row = tab(1u) + id;
     for (var u = lid; u < N_EMBD / 8u; u += WG) {
         let v = w8(fmt, row, u, N_EMBD);
         for (var j = 0u; j < 4u; j++) {
@@ -461,7 +522,7 @@ fn choose(lid: u32, wid: u32, c: u32) -> u32 {
     if GRID_MODE {
         return choose_grid(lid, wid, c);
     }
-    norm_to_vin(lid, arena[4]);
+    add_norm_to_vin(lid, S_TMP, tab(4u)); // with the last layer's down projection
     matvec(lid, wid, 0u, 2u, N_VOCAB, N_EMBD, NONE, S_LOGITS);
     sync();
     let greedy = sampler.inv_temperature == 0.0;
@@ -561,10 +622,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
         }
         return;
     }
+    for (var i = lid; i < TABLE_LEN; i += WG) {
+        tab_sh[i] = arena[i];
+    }
     if lid == 0u {
         flag_sh = select(state.pos, NONE, state.done != 0u);
     }
-    var c = workgroupUniformLoad(&flag_sh);
+    var c = workgroupUniformLoad(&flag_sh); // also orders the table's copy before its reads
     if c == NONE {
         return;
     }

@@ -87,7 +87,7 @@ fn attention_grid(lid: u32, wid: u32, l: u32, c: u32) {
 
 fn layer_grid(lid: u32, wid: u32, l: u32, c: u32) {
     let t = TABLE_LAYERS + l * TABLE_STRIDE;
-    norm_to_vin(lid, arena[t + 14u]);
+    norm_to_vin(lid, tab(t + 14u));
     let pq = npass(N_Q);
     let pk = npass(N_KV);
     matvec(lid, wid, 0u, t, N_Q, N_EMBD, NONE, S_TMP);
@@ -102,8 +102,7 @@ fn layer_grid(lid: u32, wid: u32, l: u32, c: u32) {
     workgroupBarrier();
     matvec(lid, wid, 0u, t + 6u, N_EMBD, N_Q, NONE, S_OUT);
     gsync(lid);
-    add_residual(lid, S_OUT);
-    norm_to_vin(lid, arena[t + 15u]);
+    add_norm_to_vin(lid, S_OUT, tab(t + 15u));
     matvec(lid, wid, 0u, t + 8u, N_FF, N_EMBD, NONE, S_GATE);
     matvec(lid, wid, npass(N_FF), t + 10u, N_FF, N_EMBD, NONE, S_UP);
     gsync(lid);
@@ -120,9 +119,9 @@ fn layer_grid(lid: u32, wid: u32, l: u32, c: u32) {
 // S_PART; after a grid barrier every workgroup merges them (greedy: all get the same id), or
 // workgroup 0 samples from the logits (its id is the one committed).
 fn choose_grid(lid: u32, wid: u32, c: u32) -> u32 {
-    norm_to_vin(lid, arena[4]);
-    let fmt = arena[2];
-    let row_base = arena[3];
+    norm_to_vin(lid, tab(4u));
+    let fmt = tab(2u);
+    let row_base = tab(3u);
     let lane = lid % ML;
     let units = N_EMBD / 8u;
     var bz = 0.0;

@@ -117,10 +117,15 @@ impl MegaShape {
         lanes
     }
 
-    /// Workgroup memory every version needs: the fixed arrays and position c's K and V
-    /// (every KV head), from which that position's attention reads them.
+    /// Workgroup memory every version needs: the fixed arrays, position c's K and V (every
+    /// KV head), from which that position's attention reads them, and the tensor table.
     pub fn fixed_workgroup_bytes(&self) -> u64 {
-        FIXED_WORKGROUP_BYTES + 2 * 4 * u64::from(self.n_kv())
+        FIXED_WORKGROUP_BYTES + 2 * 4 * u64::from(self.n_kv()) + 4 * u64::from(self.table_len())
+    }
+
+    /// Words of the arena's tensor table (copied into workgroup memory by the kernel).
+    pub fn table_len(&self) -> u32 {
+        TABLE_LAYERS + TABLE_STRIDE * self.n_layer
     }
 
     /// Whether the whole scratch fits workgroup memory next to the kernel's fixed arrays
@@ -303,6 +308,7 @@ const SCRATCH_SHARED: bool = {scratch_shared};
 const S_SH_LEN: u32 = {s_sh_len}u;
 const TABLE_LAYERS: u32 = {tl}u;
 const TABLE_STRIDE: u32 = {ts}u;
+const TABLE_LEN: u32 = {tab_len}u;
 const S_RES: u32 = {res}u;
 const S_VIN: u32 = {vin}u;
 const S_Q: u32 = {q}u;
@@ -346,6 +352,7 @@ const S_CAND: u32 = {cand}u;
             s_sh_len = if scratch_shared { sc.words } else { 4 },
             tl = TABLE_LAYERS,
             ts = TABLE_STRIDE,
+            tab_len = shape.table_len(),
             res = sc.res,
             vin = sc.vin,
             q = sc.q,
