@@ -7,8 +7,10 @@
 # build with FUSELM_EXACT_ALL=1 (every strategy, all ten prompts). Build here and carry
 # .bench-carry/mk (fuselm-old.xz, fuselm-new.xz, model_synthetic.xz, generate_smollm2.xz) and
 # .gl; the model in two calls (bench/gpu-model.sh): PART=1, then this call with
-# .bench-carry/smollm2.part01 too. SKIP_EXACT=1 leaves the exact-reference test out.
-source bench/gpu-model.sh
+# .bench-carry/smollm2.part01 too. SKIP_EXACT=1 leaves the exact-reference test out; TOY_ONLY=1
+# runs only the tests and the toy grid (no model to carry).
+set -euo pipefail
+if [ "${TOY_ONLY:-}" = 1 ]; then source bench/gpu-vulkan.sh; else source bench/gpu-model.sh; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 mkdir -p /root/mk "$OUT/mk"
 for x in .bench-carry/mk/*.xz; do n=$(basename "$x" .xz); xz -dc "$x" > /root/mk/$n; chmod +x /root/mk/$n; done
@@ -32,7 +34,7 @@ print("%-10s %s" % (sys.argv[2], " | ".join(cells)))
 PY
 }
 for round in $(seq "${ROUNDS:-2}"); do
-  for b in old new nosg; do
+  for b in ${BUILDS:-old new nosg}; do
     bin=/root/mk/fuselm-$b; env=()
     [ $b = nosg ] && { bin=/root/mk/fuselm-new; env=(FUSELM_NO_SUBGROUPS=1); }
     json="$OUT/mk/toy-$b-$round.json"
@@ -40,6 +42,7 @@ for round in $(seq "${ROUNDS:-2}"); do
       && toy_line "$json" "$b-$round" || echo "$b-$round toy bench failed"
   done
 done
+[ "${TOY_ONLY:-}" = 1 ] && exit 0
 for b in old new; do
   json="$OUT/mk/smollm2-$b.json"
   /root/mk/fuselm-$b bench --model "$M" --grid --no-long --runs 3 --strategies fused,megakernel,megakernel-grid --out "$json" >/dev/null 2>&1 \
