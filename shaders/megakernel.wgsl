@@ -367,6 +367,14 @@ fn rope_store(lid: u32, l: u32, c: u32) {
     sync();
 }
 
+// Elements e..e+3 of the head's rotated query: from qh_sh with `own` (grid mode), else s[qb..].
+fn head_q4(own: bool, qb: u32, e: u32) -> vec4<f32> {
+    if own {
+        return vec4<f32>(qh_sh[e], qh_sh[e + 1u], qh_sh[e + 2u], qh_sh[e + 3u]);
+    }
+    return sget4(qb + e);
+}
+
 // Attention of head h over positions 0..=c of layer l → S_ATT (normalised). Q from S_Q
 // (with `own`, grid mode: from qh_sh), rows 0..c-1 from the cache and row c from kc_sh /
 // vc_sh (the workgroup's own copy); in grid mode scores in the head's own row of S_SC.
@@ -378,22 +386,20 @@ fn attend_head(lid: u32, l: u32, c: u32, h: u32, own: bool) {
     let sc = S_SC + select(0u, h * N_CTX, GRID_MODE);
     var m = -3.0e38;
     for (var j = lid; j <= c; j += WG) {
+        // Rows before c from the cache in a loop with no branch inside, so every load of the
+        // row can issue before the first product; row c from the workgroup's copy.
         var d = 0.0;
-        for (var e = 0u; e < HEAD_DIM; e += 4u) {
-            var q: vec4<f32>;
-            var k: vec4<f32>;
-            if own {
-                q = vec4<f32>(qh_sh[e], qh_sh[e + 1u], qh_sh[e + 2u], qh_sh[e + 3u]);
-            } else {
-                q = sget4(qb + e);
+        if j < c {
+            let o = kb + j * HEAD_DIM;
+            for (var e = 0u; e < HEAD_DIM; e += 4u) {
+                let k = vec4<f32>(kv[o + e], kv[o + e + 1u], kv[o + e + 2u], kv[o + e + 3u]);
+                d += dot(head_q4(own, qb, e), k);
             }
-            if j == c {
-                k = vec4<f32>(kc_sh[cb + e], kc_sh[cb + e + 1u], kc_sh[cb + e + 2u], kc_sh[cb + e + 3u]);
-            } else {
-                let o = kb + j * HEAD_DIM + e;
-                k = vec4<f32>(kv[o], kv[o + 1u], kv[o + 2u], kv[o + 3u]);
+        } else {
+            for (var e = 0u; e < HEAD_DIM; e += 4u) {
+                let k = vec4<f32>(kc_sh[cb + e], kc_sh[cb + e + 1u], kc_sh[cb + e + 2u], kc_sh[cb + e + 3u]);
+                d += dot(head_q4(own, qb, e), k);
             }
-            d += dot(q, k);
         }
         d *= bitcast<f32>(ATT_SCALE_BITS);
         sset(sc + j, d);
