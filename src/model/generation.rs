@@ -124,12 +124,14 @@ pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 128 * 1024;
 #[cfg(target_arch = "wasm32")]
 pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 512 * 1024;
 /// In the browser when the adapter's subgroups are 32 wide (`GpuContext::subgroups32`), the fused
-/// kernels reduce with subgroup operations (the 512 KiB above was measured before the package
-/// could use them) and the crossover is back near the native one: through Dawn on the H200 with
-/// subgroups, the megakernel won d32 L1/L4 and d64 L1 (28–92 KB; 1.2×, 1.4×, 1.06× fused end to
-/// end) and lost d64 L4 (313 KB, 0.84×) and d128 L1 (332 KB, 0.58×)
-/// (bench/results/dawn-subgroups-h200-2026-11-25/lease2/bench-dawn-toy.json).
-pub const MEGAKERNEL_BROWSER_SUBGROUPS_MAX_WEIGHT_BYTES: u64 = 128 * 1024;
+/// kernels and the megakernel reduce with subgroup operations (the 512 KiB above was measured
+/// before the package could use them). Through Dawn on the H200 with subgroups, the megakernel
+/// of 2026-11-25 (subgroup reductions of its own) won d32 L1/L4, d64 L1 and d64 L4 (28–313 KB;
+/// 2.7×, 2.5×, 2.2×, 1.39× fused end to end) and lost d128 L1 (332 KB, 0.72×) and every larger
+/// size (bench/results/megakernel-dawn-h200-2026-11-25). Before its own subgroup reductions it
+/// had lost d64 L4 (0.84×; dawn-subgroups-h200-2026-11-25/lease2), and they made it 1.3–1.5×
+/// faster there natively.
+pub const MEGAKERNEL_BROWSER_SUBGROUPS_MAX_WEIGHT_BYTES: u64 = 320 * 1024;
 /// The same on a software (CPU) adapter.
 pub const MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -327,8 +329,8 @@ impl GpuModel {
     ///   the H200: 1.1–1.4× at 28–83 KB, 0.84–1.27× at 92 KB, 0.65–0.75× at 313 KB, 0.02× on
     ///   SmolLM2's 98 MB; through Dawn, as in a browser, without subgroups: 1.7–3.7× up to
     ///   313 KB, 0.99–1.4× at 332 KB, 0.55–1.05× at 1.2 MB, 0.62–0.65× at 1.25 MB; with
-    ///   32-wide subgroups up to [`MEGAKERNEL_BROWSER_SUBGROUPS_MAX_WEIGHT_BYTES`]: 1.06–1.4× at
-    ///   28–92 KB, 0.58–0.84× at 313–332 KB), and beats unfused on a
+    ///   32-wide subgroups up to [`MEGAKERNEL_BROWSER_SUBGROUPS_MAX_WEIGHT_BYTES`]: 1.4–2.7× at
+    ///   28–313 KB, 0.72× at 332 KB), and beats unfused on a
     ///   software adapter up to [`MEGAKERNEL_SOFTWARE_MAX_WEIGHT_BYTES`] (lavapipe, 2 cores:
     ///   1.3–2.2× from 28 KB to 4.8 MB; 0.5× on SmolLM2), where its one workgroup runs on one
     ///   CPU thread;
