@@ -22,6 +22,22 @@ fn lanes_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
     return r;
 }
 
+// Maxima over aligned groups of `width` invocations (a power of two <= WG); every invocation
+// of the group gets its group's.
+fn lanes_max(lid: u32, v: f32, width: u32) -> f32 {
+    red4[lid].x = v;
+    for (var st = width / 2u; st > 0u; st >>= 1u) {
+        workgroupBarrier();
+        if lid % width < st {
+            red4[lid].x = max(red4[lid].x, red4[lid + st].x);
+        }
+    }
+    workgroupBarrier();
+    let r = red4[lid - lid % width].x;
+    workgroupBarrier();
+    return r;
+}
+
 // The maximum over the workgroup, to every invocation.
 fn wg_max(lid: u32, v: f32) -> f32 {
     red4[lid].x = v;

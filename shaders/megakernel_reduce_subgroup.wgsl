@@ -37,6 +37,33 @@ fn lanes_sum4(lid: u32, v: vec4<f32>, width: u32) -> vec4<f32> {
     return r;
 }
 
+// Maxima over aligned groups of `width` invocations (a power of two <= WG); every invocation
+// of the group gets its group's.
+fn lanes_max(lid: u32, v: f32, width: u32) -> f32 {
+    if width == 32u {
+        return subgroupMax(v);
+    }
+    if width < 32u {
+        var m = v;
+        for (var k = width / 2u; k > 0u; k >>= 1u) {
+            m = max(m, subgroupShuffleXor(m, k));
+        }
+        return m;
+    }
+    let m = subgroupMax(v);
+    if lid % 32u == 0u {
+        red4[lid / 32u].x = m;
+    }
+    workgroupBarrier();
+    let first = (lid / width) * (width / 32u);
+    var r = red4[first].x;
+    for (var i = 1u; i < width / 32u; i++) {
+        r = max(r, red4[first + i].x);
+    }
+    workgroupBarrier();
+    return r;
+}
+
 // The maximum over the workgroup, to every invocation.
 fn wg_max(lid: u32, v: f32) -> f32 {
     let m = subgroupMax(v);

@@ -123,6 +123,16 @@ impl MegaShape {
         FIXED_WORKGROUP_BYTES + 2 * 4 * u64::from(self.n_kv()) + 4 * u64::from(self.table_len())
     }
 
+    /// Heads the portable version's attention handles at once: the most (a power of two, at
+    /// most n_head) that leave every head at least 32 lanes and head_dim of the workgroup.
+    pub fn att_heads(&self) -> u32 {
+        let mut hp = 1;
+        while hp * 2 <= self.n_head && WORKGROUP / (hp * 2) >= self.head_dim.max(32) {
+            hp *= 2;
+        }
+        hp
+    }
+
     /// Words of the arena's tensor table (copied into workgroup memory by the kernel).
     pub fn table_len(&self) -> u32 {
         TABLE_LAYERS + TABLE_STRIDE * self.n_layer
@@ -167,7 +177,12 @@ impl MegaShape {
             q.max(d) + 2 * u64::from(self.n_kv()),
             f,
             f,
-            u64::from(self.n_ctx) * u64::from(if grid.is_some() { self.n_head } else { 1 }),
+            u64::from(self.n_ctx)
+                * u64::from(if grid.is_some() {
+                    self.n_head
+                } else {
+                    self.att_heads()
+                }),
             u64::from(self.n_vocab),
             2 * u64::from(self.n_lists()) * u64::from(MAX_CANDIDATES),
             if grid.is_some() { d } else { 0 },
@@ -309,6 +324,7 @@ const S_SH_LEN: u32 = {s_sh_len}u;
 const TABLE_LAYERS: u32 = {tl}u;
 const TABLE_STRIDE: u32 = {ts}u;
 const TABLE_LEN: u32 = {tab_len}u;
+const ATT_HP: u32 = {att_hp}u;
 const S_RES: u32 = {res}u;
 const S_VIN: u32 = {vin}u;
 const S_Q: u32 = {q}u;
@@ -353,6 +369,7 @@ const S_CAND: u32 = {cand}u;
             tl = TABLE_LAYERS,
             ts = TABLE_STRIDE,
             tab_len = shape.table_len(),
+            att_hp = shape.att_heads(),
             res = sc.res,
             vin = sc.vin,
             q = sc.q,

@@ -109,12 +109,13 @@ pub struct GenerationRequest<'a> {
 }
 
 /// The planner picks the megakernel on a GPU while one token streams at most this many
-/// weight bytes (see [`GpuModel::default_strategy`]). Natively (wgpu on Vulkan, H200) the
-/// crossover lies near 92 KB of weights per token (d64 L1: megakernel 1.27× fused in one lease,
-/// 0.84× in another; 1.15× at 83 KB, 0.65× at 313 KB) — bench/results/megakernel-h200-2026-11-24-548148e
-/// and planner-h200-2026-11-24-20b7b8c.
+/// weight bytes (see [`GpuModel::default_strategy`]). Natively (wgpu on Vulkan, H200), since
+/// the megakernel's subgroup reductions and parallel heads (2026-11-25), it beats fused end to
+/// end at d32 L1 to d64 L4 (28–313 KB; 1.05–1.14× at 313 KB) and loses d128 L1 (332 KB, 0.63–0.64×)
+/// — bench/results/megakernel-heads-h200-2026-11-25. Before them the crossover lay near 92 KB
+/// (megakernel-h200-2026-11-24-548148e, planner-h200-2026-11-24-20b7b8c).
 #[cfg(not(target_arch = "wasm32"))]
-pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 128 * 1024;
+pub const MEGAKERNEL_GPU_MAX_WEIGHT_BYTES: u64 = 320 * 1024;
 /// In the browser (the npm package on Dawn, H200) a dispatch costs more and the megakernel
 /// wins further, but where varies between leases: d64 L4 (313 KB) 1.7–1.8× fused in both
 /// measured, d128 L1 (332 KB) 1.4× and 0.99×, d128 L4 (1.22 MB) 1.05× and 0.55×, d256 L1
@@ -326,8 +327,8 @@ impl GpuModel {
     /// tok/s of 64-token generations):
     /// * the one-workgroup megakernel (llama-family blocks) beats fused on a GPU while a
     ///   token streams at most [`MEGAKERNEL_GPU_MAX_WEIGHT_BYTES`] of weights (natively on
-    ///   the H200: 1.1–1.4× at 28–83 KB, 0.84–1.27× at 92 KB, 0.65–0.75× at 313 KB, 0.02× on
-    ///   SmolLM2's 98 MB; through Dawn, as in a browser, without subgroups: 1.7–3.7× up to
+    ///   the H200 since 2026-11-25: 1.7–2.8× at 28–92 KB, 1.05–1.14× at 313 KB, 0.63–0.64× at
+    ///   332 KB, 0.02× on SmolLM2's 98 MB; through Dawn, as in a browser, without subgroups: 1.7–3.7× up to
     ///   313 KB, 0.99–1.4× at 332 KB, 0.55–1.05× at 1.2 MB, 0.62–0.65× at 1.25 MB; with
     ///   32-wide subgroups up to [`MEGAKERNEL_BROWSER_SUBGROUPS_MAX_WEIGHT_BYTES`]: 1.4–2.7× at
     ///   28–313 KB, 0.72× at 332 KB), and beats unfused on a
