@@ -40,7 +40,7 @@
 // locations that no other invocation reads or writes in the same phase, and reads only what
 // earlier phases wrote. The exceptions are by design:
 // (a) an invocation re-reading its own writes (program order suffices): attention scores
-//     s[S_SC + j] are written and then exponentiated by invocation j % 256; the residual
+//     s[sc + j] are written and then exponentiated by lane j % ATT_G of the head's slot; the residual
 //     elements `add_norm_to_vin` adds to and then normalises;
 // (b) the reduction helpers (megakernel_reduce_*.wgsl), which write their own slot of `red4`
 //     / `red_u` and reread others' only after workgroupBarrier, and end with a barrier so the
@@ -111,9 +111,8 @@ const RPP: u32 = WG / ML; // matrix row slots (ML lanes each); RPI rows per slot
 const N_Q: u32 = N_HEAD * HEAD_DIM;
 const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
 const GROUP: u32 = N_HEAD / N_HEAD_KV;
-const PARTS: u32 = WG / HEAD_DIM; // attention: key positions split over this many groups
-const ATT_G: u32 = WG / ATT_HP; // portable attention: lanes per head, ATT_HP heads at a time
-const ATT_PARTS: u32 = ATT_G / HEAD_DIM;
+const ATT_G: u32 = WG / ATT_HP; // attention: lanes per head, ATT_HP heads at a time (grid: 1)
+const ATT_PARTS: u32 = ATT_G / HEAD_DIM; // value rows split over this many groups of lanes
 const G_TIMEOUT: u32 = 1u; // grid error flags
 const G_CUT: u32 = 2u;
 
@@ -377,18 +376,20 @@ fn head_q4(own: bool, qb: u32, e: u32) -> vec4<f32> {
     return sget4(qb + e);
 }
 
-// Attention of head h over positions 0..=c of layer l → S_ATT (normalised), on the whole
-// workgroup (grid mode, one head per workgroup; the portable version uses `attention`). Q
-// from S_Q (with `own`: from qh_sh), rows 0..c-1 from the cache and row c from kc_sh / vc_sh
-// (the workgroup's own copy); in grid mode scores in the head's own row of S_SC.
-fn attend_head(lid: u32, l: u32, c: u32, h: u32, own: bool) {
+// Attention of head h over positions 0..=c of layer l → S_ATT (normalised), on the ATT_G lanes
+// of this invocation's head slot (lid / ATT_G), with scores at s[sc..]; `stores`: whether the
+// slot's result is written (a slot past the last head repeats its work without storing it).
+// Q from S_Q (with `own`, grid mode: from qh_sh), rows 0..c-1 from the cache and row c from
+// kc_sh / vc_sh (the workgroup's own copy). Every invocation of the workgroup calls it.
+fn attend_head(lid: u32, l: u32, c: u32, h: u32, stores: bool, own: bool, sc: u32) {
+    let slot = lid / ATT_G;
+    let li = lid % ATT_G;
     let kb = kv_base(l, 0u, h / GROUP);
     let vb = kv_base(l, 1u, h / GROUP);
     let cb = h / GROUP * HEAD_DIM; // the group's head in kc_sh / vc_sh
     let qb = S_Q + h * HEAD_DIM;
-    let sc = S_SC + select(0u, h * N_CTX, GRID_MODE);
     var m = -3.0e38;
-    for (var j = lid; j <= c; j += WG) {
+    for (var j = li; j <= c; j += ATT_G) {
         // Rows before c from the cache in a loop with no branch inside, so every load of the
         // row can issue before the first product; row c from the workgroup's copy.
         var d = 0.0;
@@ -408,134 +409,62 @@ fn attend_head(lid: u32, l: u32, c: u32, h: u32, own: bool) {
         sset(sc + j, d);
         m = max(m, d);
     }
-    let mx = wg_max(lid, m);
+    let mx = lanes_max(lid, m, ATT_G);
     var sum = 0.0;
-    for (var j = lid; j <= c; j += WG) {
+    for (var j = li; j <= c; j += ATT_G) {
         let e = exp(sget(sc + j) - mx);
         sset(sc + j, e);
         sum += e;
     }
-    let total = lanes_sum(lid, sum, WG);
+    let total = lanes_sum(lid, sum, ATT_G);
     sync();
-    let d = lid % HEAD_DIM;
-    let part = lid / HEAD_DIM;
+    // Values: ATT_PARTS groups of HEAD_DIM lanes split the rows. Rows before c four at a
+    // time, their loads issued together (the sum's order is the row order either way), then
+    // the rest; row c from the workgroup's copy.
+    let d = li % HEAD_DIM;
     var acc = 0.0;
-    if part < PARTS {
-        // Rows before c four at a time, their loads issued together (the sum's order is
-        // the row order either way), then the rest; row c from the workgroup's copy.
-        var j = part;
-        for (; j + 3u * PARTS < c; j += 4u * PARTS) {
-            let o = vb + j * HEAD_DIM + d;
-            let v0 = kv[o];
-            let v1 = kv[o + PARTS * HEAD_DIM];
-            let v2 = kv[o + 2u * PARTS * HEAD_DIM];
-            let v3 = kv[o + 3u * PARTS * HEAD_DIM];
-            acc += sget(sc + j) * v0;
-            acc += sget(sc + j + PARTS) * v1;
-            acc += sget(sc + j + 2u * PARTS) * v2;
-            acc += sget(sc + j + 3u * PARTS) * v3;
+    var j = li / HEAD_DIM;
+    for (; j + 3u * ATT_PARTS < c; j += 4u * ATT_PARTS) {
+        let o = vb + j * HEAD_DIM + d;
+        let v0 = kv[o];
+        let v1 = kv[o + ATT_PARTS * HEAD_DIM];
+        let v2 = kv[o + 2u * ATT_PARTS * HEAD_DIM];
+        let v3 = kv[o + 3u * ATT_PARTS * HEAD_DIM];
+        acc += sget(sc + j) * v0;
+        acc += sget(sc + j + ATT_PARTS) * v1;
+        acc += sget(sc + j + 2u * ATT_PARTS) * v2;
+        acc += sget(sc + j + 3u * ATT_PARTS) * v3;
+    }
+    for (; j <= c; j += ATT_PARTS) {
+        var v: f32;
+        if j == c {
+            v = vc_sh[cb + d];
+        } else {
+            v = kv[vb + j * HEAD_DIM + d];
         }
-        for (; j <= c; j += PARTS) {
-            var v: f32;
-            if j == c {
-                v = vc_sh[cb + d];
-            } else {
-                v = kv[vb + j * HEAD_DIM + d];
-            }
-            acc += sget(sc + j) * v;
-        }
+        acc += sget(sc + j) * v;
     }
     key_z[lid] = acc; // the top-k keys are idle here: they hold the partial sums
     workgroupBarrier();
-    if lid < HEAD_DIM {
+    if stores && li < HEAD_DIM {
         var o = 0.0;
-        for (var i = 0u; i < PARTS; i++) {
-            o += key_z[i * HEAD_DIM + lid];
+        for (var i = 0u; i < ATT_PARTS; i++) {
+            o += key_z[slot * ATT_G + i * HEAD_DIM + li];
         }
-        sset(S_ATT + h * HEAD_DIM + lid, o / total);
+        sset(S_ATT + h * HEAD_DIM + li, o / total);
     }
     sync();
 }
 
-// Attention of every head over positions 0..=c of layer l → S_ATT (normalised), ATT_HP heads
-// at a time on ATT_G lanes each (`att_heads`: as many as leave a head at least 32 lanes and
-// head_dim), so a round of phases and barriers serves several heads. Each head slot has its
-// own row of scores (S_SC + slot × N_CTX); a slot past the last head repeats the last head's
-// work without storing it. With ATT_HP = 1 this is `attend_head` for every head, operation for
-// operation.
+// Attention of every head over positions 0..=c of layer l → S_ATT (portable version), ATT_HP
+// heads at a time on ATT_G lanes each (`att_heads`: as many as leave a head at least 32 lanes
+// and head_dim), so a round of phases and barriers serves several heads; each head slot has
+// its own row of scores (S_SC + slot × N_CTX).
 fn attention(lid: u32, l: u32, c: u32) {
     let slot = lid / ATT_G;
-    let li = lid % ATT_G;
     for (var hb = 0u; hb < N_HEAD; hb += ATT_HP) {
         let h = min(hb + slot, N_HEAD - 1u);
-        let stores = hb + slot < N_HEAD;
-        let kb = kv_base(l, 0u, h / GROUP);
-        let vb = kv_base(l, 1u, h / GROUP);
-        let cb = h / GROUP * HEAD_DIM;
-        let qb = S_Q + h * HEAD_DIM;
-        let sc = S_SC + slot * N_CTX;
-        var m = -3.0e38;
-        for (var j = li; j <= c; j += ATT_G) {
-            var d = 0.0;
-            if j < c {
-                let o = kb + j * HEAD_DIM;
-                for (var e = 0u; e < HEAD_DIM; e += 4u) {
-                    let k = vec4<f32>(kv[o + e], kv[o + e + 1u], kv[o + e + 2u], kv[o + e + 3u]);
-                    d += dot(sget4(qb + e), k);
-                }
-            } else {
-                for (var e = 0u; e < HEAD_DIM; e += 4u) {
-                    let k = vec4<f32>(kc_sh[cb + e], kc_sh[cb + e + 1u], kc_sh[cb + e + 2u], kc_sh[cb + e + 3u]);
-                    d += dot(sget4(qb + e), k);
-                }
-            }
-            d *= bitcast<f32>(ATT_SCALE_BITS);
-            sset(sc + j, d);
-            m = max(m, d);
-        }
-        let mx = lanes_max(lid, m, ATT_G);
-        var sum = 0.0;
-        for (var j = li; j <= c; j += ATT_G) {
-            let e = exp(sget(sc + j) - mx);
-            sset(sc + j, e);
-            sum += e;
-        }
-        let total = lanes_sum(lid, sum, ATT_G);
-        sync();
-        let d = li % HEAD_DIM;
-        let part = li / HEAD_DIM;
-        var acc = 0.0;
-        var j = part;
-        for (; j + 3u * ATT_PARTS < c; j += 4u * ATT_PARTS) {
-            let o = vb + j * HEAD_DIM + d;
-            let v0 = kv[o];
-            let v1 = kv[o + ATT_PARTS * HEAD_DIM];
-            let v2 = kv[o + 2u * ATT_PARTS * HEAD_DIM];
-            let v3 = kv[o + 3u * ATT_PARTS * HEAD_DIM];
-            acc += sget(sc + j) * v0;
-            acc += sget(sc + j + ATT_PARTS) * v1;
-            acc += sget(sc + j + 2u * ATT_PARTS) * v2;
-            acc += sget(sc + j + 3u * ATT_PARTS) * v3;
-        }
-        for (; j <= c; j += ATT_PARTS) {
-            var v: f32;
-            if j == c {
-                v = vc_sh[cb + d];
-            } else {
-                v = kv[vb + j * HEAD_DIM + d];
-            }
-            acc += sget(sc + j) * v;
-        }
-        key_z[lid] = acc; // the top-k keys are idle here: they hold the partial sums
-        workgroupBarrier();
-        if stores && li < HEAD_DIM {
-            var o = 0.0;
-            for (var i = 0u; i < ATT_PARTS; i++) {
-                o += key_z[slot * ATT_G + i * HEAD_DIM + li];
-            }
-            sset(S_ATT + h * HEAD_DIM + li, o / total);
-        }
-        sync();
+        attend_head(lid, l, c, h, hb + slot < N_HEAD, false, S_SC + slot * N_CTX);
     }
 }
 

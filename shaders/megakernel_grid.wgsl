@@ -81,7 +81,7 @@ fn attention_grid(lid: u32, wid: u32, l: u32, c: u32) {
                 kv[kv_base(l, 1u, g) + c * HEAD_DIM + d] = vc_sh[g * HEAD_DIM + d];
             }
         }
-        attend_head(lid, l, c, h, true);
+        attend_head(lid, l, c, h, true, true, S_SC + h * N_CTX);
     }
 }
 

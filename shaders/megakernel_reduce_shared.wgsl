@@ -38,21 +38,6 @@ fn lanes_max(lid: u32, v: f32, width: u32) -> f32 {
     return r;
 }
 
-// The maximum over the workgroup, to every invocation.
-fn wg_max(lid: u32, v: f32) -> f32 {
-    red4[lid].x = v;
-    for (var st = WG / 2u; st > 0u; st >>= 1u) {
-        workgroupBarrier();
-        if lid < st {
-            red4[lid].x = max(red4[lid].x, red4[lid + st].x);
-        }
-    }
-    workgroupBarrier();
-    let r = red4[0].x;
-    workgroupBarrier();
-    return r;
-}
-
 // The best (value, id) over the workgroup (`better`: highest value, lowest id on ties; NaN
 // and NONE never win), as (f32 bits, id), to every invocation.
 fn wg_best(lid: u32, z: f32, i: u32) -> vec2<u32> {

@@ -64,21 +64,6 @@ fn lanes_max(lid: u32, v: f32, width: u32) -> f32 {
     return r;
 }
 
-// The maximum over the workgroup, to every invocation.
-fn wg_max(lid: u32, v: f32) -> f32 {
-    let m = subgroupMax(v);
-    if lid % 32u == 0u {
-        red4[lid / 32u].x = m;
-    }
-    workgroupBarrier();
-    var r = red4[0].x;
-    for (var i = 1u; i < WG / 32u; i++) {
-        r = max(r, red4[i].x);
-    }
-    workgroupBarrier();
-    return r;
-}
-
 // The best (value, id) over the workgroup (`better`: highest value, lowest id on ties; NaN
 // and NONE never win), as (f32 bits, id), to every invocation.
 fn wg_best(lid: u32, z: f32, i: u32) -> vec2<u32> {
