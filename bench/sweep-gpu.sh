@@ -3,7 +3,7 @@
 # `name` or `name:VAR=value,VAR=value` (the native measurement knobs: FUSELM_LANES,
 # FUSELM_HEAD_LANES, FUSELM_NO_SUBGROUPS, FUSELM_SHADER_CHECKS, FUSELM_FFN_PASSES; see
 # bench/NOTES.md), each a `fuselm bench --profile --no-long` of SmolLM2; one line per variant
-# (fused tok/s per workload, step µs, µs per dispatch per role); the JSON files come back as
+# (fused only: tok/s per workload, step µs, µs per dispatch per role); the JSON files come back as
 # $OUT/sweep.tar.xz. Rounds
 # (ROUNDS, default 2) repeat the whole list so drift shows. LONG=1: fused only, with the
 # ~1k-context workload, and the profile at both contexts (bench/profile-line.py). Model in two calls
@@ -24,7 +24,7 @@ for round in $(seq "${ROUNDS:-2}"); do
       python3 bench/profile-line.py "$json" "$name"
       continue
     fi
-    env "${vars[@]}" /root/fuselm bench --model "$M" --profile --no-long --runs "${RUNS:-3}" --out "$json" >/dev/null 2>&1
+    env "${vars[@]}" /root/fuselm bench --model "$M" --profile --no-long --strategies fused --runs "${RUNS:-3}" --out "$json" >/dev/null 2>&1
     python3 - "$json" "$name" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))["report"]

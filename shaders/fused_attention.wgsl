@@ -16,11 +16,11 @@
 // the projection still spreads over many workgroups; each block recomputes the chunk's
 // attention (a few KiB from cache) rather than paying a dispatch boundary.
 //
-// Latency: the Wo weights of this invocation's first KP passes and the query are loaded first,
-// and (without QK_NORM) this invocation's key row and its first VP value rows of the chunk, all
-// before the state (whose load tells the step's position): their addresses depend only on the
-// workgroup, the cache never changes during this dispatch, and rows past the visible ones are
-// loaded but never used. So the scores wait on no memory, and at contexts up to VP value rows
+// Latency: the Wo weights of this invocation's first KP passes and the query are loaded first
+// (later passes load theirs one pass ahead), and (without QK_NORM) this invocation's key row
+// and its first VP value rows of the chunk, all before the state (whose load tells the step's
+// position): their addresses depend only on the workgroup, the cache never changes during
+// this dispatch, and rows past the visible ones are loaded but never used. So the scores wait on no memory, and at contexts up to VP value rows
 // per invocation neither does the value phase. (With QK_NORM they are loaded after the state,
 // because this dispatch appends row pos.)
 // KP and VP are prepended per pipeline variant (single-chunk steps or any step;
@@ -341,6 +341,14 @@ fn main(
     // weights loaded at the start (constant indices keep them in registers).
     let out = (h * MAX_CHUNKS + c) * PART_STRIDE;
     let passes = (r_end - r_begin + RPP - 1u) / RPP;
+    // Passes from KP on: each one's weights are loaded one pass ahead (pass KP's now).
+    var nxt: array<vec4<u32>, UPL>;
+    if KP < passes {
+        let rowc = min(r_begin + rr + KP * RPP, N_EMBD - 1u);
+        for (var mm = 0u; mm < UPL; mm++) {
+            nxt[mm] = wo_fetch(rowc, h * UH + min(ol + mm * OL, UH - 1u), N_Q);
+        }
+    }
     for (var k = 0u; k < KP; k++) {
         if k < passes {
             var y = 0.0;
@@ -363,10 +371,17 @@ fn main(
         var y = 0.0;
         let row = r_begin + rr + k * RPP;
         let rowc = min(row, N_EMBD - 1u);
+        let cur = nxt;
+        if k + 1u < passes {
+            let rown = min(row + RPP, N_EMBD - 1u);
+            for (var mm = 0u; mm < UPL; mm++) {
+                nxt[mm] = wo_fetch(rown, h * UH + min(ol + mm * OL, UH - 1u), N_Q);
+            }
+        }
         for (var mm = 0u; mm < UPL; mm++) {
             let u = ol + mm * OL;
             if u < UH {
-                let wv = wo_load8(rowc, h * UH + u, N_Q);
+                let wv = wo_decode(cur[mm], rowc, h * UH + u, N_Q);
                 y += dot8(wv, W8(a_sh[2u * u], a_sh[2u * u + 1u]));
             }
         }

@@ -2,10 +2,14 @@
 //
 //   x[r] = x_mid[r] + W_down[r] . hidden
 //
-// ROWS = 256 / LANES rows per workgroup of 256, LANES lanes per row (LANES is prepended:
-// `kernels::fused_layer::lanes_for`); every lane issues all its weight
-// loads and the hidden values they meet (vec4 loads, from cache) before the state flag, so
-// the kernel costs about one memory round trip. Writes the residual stream `x` that the next
+// ROWS = 256 / LANES row slots per workgroup of 256, LANES lanes per row (LANES is prepended:
+// `kernels::fused_layer::lanes_for`), RPL rows per slot (prepended:
+// `kernels::fused_layer::down_rows_per_lane`): lane `lane` of slot `s` takes units lane,
+// lane + LANES, ... of rows base + s, base + s + ROWS, ... (RPL of them), so each hidden value
+// it loads serves RPL rows. Every lane issues all its weight loads and the hidden values they
+// meet (vec4 loads, from cache) before the state flag, so the kernel costs about one memory
+// round trip; with a wide n_ff the hidden loads (the whole vector per row) outnumber the
+// weight loads, and RPL > 1 divides them. Writes the residual stream `x` that the next
 // layer's fused_qkv (or the head) reads. Shape constants are prepended (see fused_qkv.wgsl).
 // With POST_NORMS (gemma3) the FFN output must be normalised before the residual add, which
 // needs all of it: this kernel writes x = (x_mid, down) as the residual's base and delta, and
@@ -45,16 +49,20 @@ fn main(
     }
     enter_layer(nwg.x);
     let lane = lid % LANES;
-    let out_row = wg.x * ROWS + lid / LANES;
-    let row = min(out_row, N_EMBD - 1u);
-    var raw: array<vec4<u32>, PER_LANE>;
+    let slot = wg.x * ROWS * RPL + lid / LANES; // the lane's first row; the others follow by ROWS
+    var raw: array<vec4<u32>, PER_LANE * RPL>;
     var ha: array<W8, PER_LANE>;
     for (var j = 0u; j < PER_LANE; j++) {
         let u = min(lane + j * LANES, UNITS - 1u);
-        raw[j] = w_fetch(row, u, N_FF);
+        for (var i = 0u; i < RPL; i++) {
+            raw[j * RPL + i] = w_fetch(min(slot + i * ROWS, N_EMBD - 1u), u, N_FF);
+        }
         ha[j] = W8(hidden[2u * u], hidden[2u * u + 1u]);
     }
-    let resid = x_mid[row];
+    var resid = vec4<f32>();
+    for (var i = 0u; i < RPL; i++) {
+        resid[i] = x_mid[min(slot + i * ROWS, N_EMBD - 1u)];
+    }
     if lid == 0u {
         flag_sh = state.done;
     }
@@ -71,20 +79,26 @@ fn main(
             v_cache[row] = vec4<kv_t>(qkv[((N_HEAD + N_HEAD_KV) * HEAD_DIM + g * HEAD_DIM) / 4u + i % hd4]);
         }
     }
-    var acc = 0.0;
+    var acc = vec4<f32>();
     for (var j = 0u; j < PER_LANE; j++) {
         let u = lane + j * LANES;
         if u < UNITS {
-            acc += dot8(w_decode(raw[j], row, u, N_FF), ha[j]);
+            for (var i = 0u; i < RPL; i++) {
+                let row = min(slot + i * ROWS, N_EMBD - 1u);
+                acc[i] += dot8(w_decode(raw[j * RPL + i], row, u, N_FF), ha[j]);
+            }
         }
     }
-    let t = row_sum(lid, acc);
-    if lane == 0u && out_row < N_EMBD {
-        if POST_NORMS {
-            x[row] = resid;
-            x[N_EMBD + row] = t;
-        } else {
-            x[row] = resid + t;
+    let t = row_sum4(lid, acc);
+    for (var i = 0u; i < RPL; i++) {
+        let row = slot + i * ROWS;
+        if lane == 0u && row < N_EMBD {
+            if POST_NORMS {
+                x[row] = resid[i];
+                x[N_EMBD + row] = t[i];
+            } else {
+                x[row] = resid[i] + t[i];
+            }
         }
     }
 }

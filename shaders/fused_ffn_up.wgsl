@@ -19,7 +19,8 @@
 // sum(x_mid^2) comes out of the same row reduction. The first pass's gate/up weights and
 // norm_w are loaded before phase 1. RPASS (prepended; `kernels::fused_layer::ffn_up_passes`)
 // is 1 unless phase 1 is large (many heads × a wide model): every workgroup repeats it, so
-// more rows per workgroup divide its total L2 traffic.
+// more rows per workgroup divide its total L2 traffic. Each pass loads the next one's weights
+// before its own arithmetic.
 // Architecture switches (see fused_qkv.wgsl): O_BIAS adds the output projection's bias to
 // the attention output o. POST_NORMS (gemma3): x_mid = x + o * pa_w / sqrt(mean(o^2) + eps),
 // where x itself is base + delta * pf_w / sqrt(mean(delta^2) + eps) (the previous layer's
@@ -202,15 +203,19 @@ fn main(
     workgroupBarrier();
 
     // Phase 2: gate/up rows, norm folded into the reduction; pass 0 uses the prefetched
-    // weights, later passes load theirs first.
+    // weights, and each pass issues the next pass's loads before its own arithmetic and
+    // reduction, so the passes wait on one memory round trip, not RPASS of them.
     for (var k = 0u; k < RPASS; k++) {
         let out_row = (block0 + k) * ROWS + lid / LANES;
         let row = min(out_row, N_FF - 1u);
-        if k > 0u {
+        var gn: array<vec4<u32>, PER_LANE>;
+        var un: array<vec4<u32>, PER_LANE>;
+        if k + 1u < RPASS {
+            let next = min(out_row + ROWS, N_FF - 1u);
             for (var j = 0u; j < PER_LANE; j++) {
                 let u = min(lane + j * LANES, UNITS - 1u);
-                gr[j] = wgate_fetch(row, u, N_EMBD);
-                ur[j] = wup_fetch(row, u, N_EMBD);
+                gn[j] = wgate_fetch(next, u, N_EMBD);
+                un[j] = wup_fetch(next, u, N_EMBD);
             }
         }
         var acc = vec4<f32>(); // (gate dot, up dot, sum x_mid^2, 0)
@@ -237,5 +242,7 @@ fn main(
             }
             hidden[row] = a * (t.y * s);
         }
+        gr = gn;
+        ur = un;
     }
 }

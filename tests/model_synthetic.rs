@@ -52,7 +52,7 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
             },
         ),
         (
-            // 32 heads × 512: fused_ffn_up takes 2 row passes per workgroup (ffn_up_passes).
+            // 32 heads × 512: fused_ffn_up takes 4 row passes per workgroup (ffn_up_passes).
             "q4_k/q6_k/bf16, 32 heads, GQA 4:1, untied Q6_K head",
             SyntheticSpec {
                 n_layers: 3,

@@ -4,7 +4,7 @@
 
 use super::{
     cache_res, check_vectors, flag_len, single_chunk, FusedShape, LayerAttention, LayerIndexing,
-    LayerVectors, ATTENTION_CHUNK, ATTENTION_MIN_GROUPS,
+    LayerVectors, ATTENTION_CHUNK, ATTENTION_MAX_BLOCK_ROWS, ATTENTION_MIN_GROUPS,
 };
 use crate::error::Result;
 use crate::gpu::GpuContext;
@@ -52,6 +52,7 @@ pub struct FusedAttentionCall {
     n_head: u32,
     max_chunks: u32,
     n_embd: u32,
+    min_groups: u32,
 }
 
 impl FusedAttention {
@@ -171,6 +172,7 @@ impl FusedAttention {
             n_head: s.n_head,
             max_chunks: s.max_chunks(),
             n_embd: s.n_embd,
+            min_groups: attention_min_groups(),
         })
     }
 }
@@ -180,9 +182,13 @@ impl FusedAttentionCall {
     fn groups(&self, layer: u32, max_len: u32) -> [u32; 3] {
         let chunks = max_len.div_ceil(ATTENTION_CHUNK).clamp(1, self.max_chunks);
         // Few head-chunks (short contexts): split Wo's rows too, so at least ~64 workgroups
-        // stream the projection (one workgroup streams only ~10 GB/s).
-        let blocks = ATTENTION_MIN_GROUPS
+        // stream the projection (one workgroup streams only ~10 GB/s), and no workgroup
+        // projects more than ATTENTION_MAX_BLOCK_ROWS rows (wide models: each block recomputes
+        // its chunk's attention, so more blocks cost that, fewer a longer projection).
+        let blocks = self
+            .min_groups
             .div_ceil(self.n_head * chunks)
+            .max(self.n_embd.div_ceil(ATTENTION_MAX_BLOCK_ROWS))
             .clamp(1, self.n_embd.div_ceil(32));
         [self.n_head + layer, chunks, blocks]
     }
@@ -251,4 +257,19 @@ pub fn attention_preloads(s: &FusedShape, single: bool) -> (u32, u32) {
     }
     #[cfg(target_arch = "wasm32")]
     (kp, vp)
+}
+
+/// Workgroups the attention dispatch aims for at short contexts ([`ATTENTION_MIN_GROUPS`]; Wo's
+/// rows are split into blocks to reach it). Natively, `FUSELM_ATT_GROUPS` (1..4096) overrides it
+/// for measurements.
+fn attention_min_groups() -> u32 {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(g) = std::env::var("FUSELM_ATT_GROUPS")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|g| (1..=4096).contains(g))
+    {
+        return g;
+    }
+    ATTENTION_MIN_GROUPS
 }

@@ -31,14 +31,16 @@ impl FusedFfnDown {
     ) -> Result<Self> {
         s.check()?;
         let lanes = lanes_for(s.n_ff / 8, WORKGROUP);
+        let rpl = down_rows_per_lane(s, lanes);
         let x_base = layer_grid(
             ctx,
             "maxComputeWorkgroupsPerDimension (fused_ffn_down: row groups + layers)",
-            s.n_embd.div_ceil(WORKGROUP / lanes),
+            s.n_embd.div_ceil(WORKGROUP / lanes * rpl),
             ix.n_layer,
         )?;
         let source = compose(&[
             &s.wgsl_prelude(ctx, kv.prelude(ctx)?, lanes),
+            &format!("const RPL: u32 = {rpl}u;\n"),
             shaders::COMMON,
             &layer_prelude(ix, x_base, &[("w", down)], false),
             shaders::FUSED_FFN_DOWN,
@@ -107,5 +109,26 @@ impl FusedFfnDown {
             bound: self.pipeline.bind_plain(ctx, &buffers)?,
             groups: [self.x_base, 1, 1],
         })
+    }
+}
+
+/// Rows per lane of `fused_ffn_down` (`RPL`, 1 to 4): each lane's hidden values serve that many
+/// rows, so the kernel loads the hidden vector n_embd / RPL times instead of n_embd times.
+/// Natively, `FUSELM_DOWN_RPL` (1, 2 or 4) overrides it for measurements.
+pub fn down_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(r) = std::env::var("FUSELM_DOWN_RPL")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|r| [1, 2, 4].contains(r))
+    {
+        return r;
+    }
+    // Each lane keeps PER_LANE × RPL weight units' words in registers: at most 16.
+    let per_lane = (s.n_ff / 8).div_ceil(lanes);
+    match per_lane {
+        0..=4 => 4,
+        5..=8 => 2,
+        _ => 1,
     }
 }

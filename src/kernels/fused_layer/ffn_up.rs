@@ -202,16 +202,16 @@ impl FusedFfnUp {
 /// Row passes per workgroup of `fused_ffn_up` (`RPASS`): every workgroup first rebuilds the
 /// residual from `n_head` attention partials of `n_embd` floats, so when that is large (a 1B
 /// model's 32 × 2048 = 256 KiB per workgroup, vs 20 KiB for SmolLM2's 9 × 576) more rows per
-/// workgroup cut the repeated L2 traffic: one pass per 8,192 floats of partials, 1 to 8.
-/// Natively, `FUSELM_FFN_PASSES` (1..16) overrides it for measurements.
+/// workgroup cut the repeated L2 traffic: one pass per 4,096 floats of partials, 1 to 16.
+/// Natively, `FUSELM_FFN_PASSES` (1..32) overrides it for measurements.
 pub fn ffn_up_passes(s: &FusedShape) -> u32 {
     #[cfg(not(target_arch = "wasm32"))]
     if let Some(p) = std::env::var("FUSELM_FFN_PASSES")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
-        .filter(|p| (1..=16).contains(p))
+        .filter(|p| (1..=32).contains(p))
     {
         return p;
     }
-    (s.n_head * s.n_embd / 8192).clamp(1, 8)
+    (s.n_head * s.n_embd / 4096).clamp(1, 16)
 }

@@ -5,7 +5,7 @@
 //! | 1 | `fused_qkv` | RMS norm, Q/K/V projections, RoPE | (n_q + 2 n_kv) / (256 / lanes) |
 //! | 2 | `fused_attention` | attention over a chunk, the chunk's output projection (KV append with QK_NORM) | n_head × chunks × row blocks |
 //! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes × [`ffn_up_passes`]) |
-//! | 4 | `fused_ffn_down` | down projection + residual, KV append (without QK_NORM) | n_embd / (256 / lanes) |
+//! | 4 | `fused_ffn_down` | down projection + residual, KV append (without QK_NORM) | n_embd / (256 / lanes × [`down_rows_per_lane`]) |
 //!
 //! One file per dispatch (`qkv.rs`, `attention.rs`, `ffn_up.rs`, `ffn_down.rs`, and
 //! `post_norm.rs` for the step's last norm), the geometry and architecture switches they are
@@ -52,7 +52,7 @@ mod qkv;
 mod shape;
 
 pub use attention::{attention_preloads, AttentionParams, FusedAttention, FusedAttentionCall};
-pub use ffn_down::FusedFfnDown;
+pub use ffn_down::{down_rows_per_lane, FusedFfnDown};
 pub use ffn_up::{ffn_up_passes, FfnUpParams, FusedFfnUp, FusedFfnUpCall};
 pub use post_norm::FusedPostNorm;
 pub use qkv::{FusedQkv, QkvParams};
@@ -71,6 +71,8 @@ pub const MAX_EMBD: u32 = 2048;
 pub const ATTENTION_CHUNK: u32 = 256;
 /// Workgroups the attention dispatch aims for (Wo's rows are split into blocks to reach it).
 pub const ATTENTION_MIN_GROUPS: u32 = 64;
+/// Most rows of Wo one attention workgroup projects (more row blocks beyond that).
+pub const ATTENTION_MAX_BLOCK_ROWS: u32 = 512;
 /// Largest `n_head × chunks` (chunks = nCtx / 256) whose merge weights fused_ffn_up.wgsl keeps
 /// in workgroup memory (4 KiB, within WebGPU's default 16 KiB with its other arrays).
 pub const MAX_HEAD_CHUNKS: u32 = 1024;
