@@ -113,7 +113,10 @@ impl FusedFfnDown {
 }
 
 /// Rows per lane of `fused_ffn_down` (`RPL`, 1 to 4): each lane's hidden values serve that many
-/// rows, so the kernel loads the hidden vector n_embd / RPL times instead of n_embd times.
+/// rows, so the kernel loads the hidden vector n_embd / RPL times instead of n_embd times. Only
+/// for a long hidden vector (n_ff >= 4096): on an H200 it took Llama-3.2-1B's down from 16.1 to
+/// 14.4 µs, but at Gemma 3 270M's width (n_ff 2048, 640 rows) RPL 4 cost 4% of decode (fewer
+/// workgroups than SMs; bench/results/wide-models-h200-2026-11-25).
 /// Natively, `FUSELM_DOWN_RPL` (1, 2 or 4) overrides it for measurements.
 pub fn down_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
     #[cfg(not(target_arch = "wasm32"))]
@@ -123,6 +126,9 @@ pub fn down_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
         .filter(|r| [1, 2, 4].contains(r))
     {
         return r;
+    }
+    if s.n_ff < 4096 {
+        return 1;
     }
     // Each lane keeps PER_LANE × RPL weight units' words in registers: at most 16.
     let per_lane = (s.n_ff / 8).div_ceil(lanes);
