@@ -20,9 +20,10 @@
 // (later passes load theirs one pass ahead), and (without QK_NORM) this invocation's key row
 // and its first VP value rows of the chunk, all before the state (whose load tells the step's
 // position): their addresses depend only on the workgroup, the cache never changes during
-// this dispatch, and rows past the visible ones are loaded but never used. So the scores wait on no memory, and at contexts up to VP value rows
-// per invocation neither does the value phase. (With QK_NORM they are loaded after the state,
-// because this dispatch appends row pos.)
+// this dispatch, and rows past the visible ones are loaded but never used. So the scores wait
+// on no memory, and at contexts up to VP value rows per invocation neither does the value
+// phase. (With QK_NORM they are loaded after the state, because this dispatch appends row
+// pos.)
 // KP and VP are prepended per pipeline variant (single-chunk steps or any step;
 // kernels::fused_layer::attention_preloads: more of both shorten the chain of memory round
 // trips, at the cost of registers).

@@ -466,6 +466,23 @@ impl PassState<'_> {
 }
 
 /// Concatenates WGSL parts (common declarations, a weight decoder, the kernel) into one module.
+/// A native measurement knob (bench/NOTES.md lists them): the environment variable `name` as a
+/// u32 when it parses and `ok` accepts it. Always `None` in the wasm package.
+pub(crate) fn knob(name: &str, ok: impl Fn(u32) -> bool) -> Option<u32> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&v| ok(v))
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        let _ = (name, ok);
+        None
+    }
+}
+
 pub(crate) fn compose(parts: &[&str]) -> String {
     parts.join("\n")
 }

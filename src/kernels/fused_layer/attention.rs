@@ -9,6 +9,7 @@ use super::{
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::kernels::attention::KvFormat;
+use crate::kernels::knob;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
 use crate::kernels::BufferView;
@@ -239,37 +240,20 @@ pub fn attention_preloads(s: &FusedShape, single: bool) -> (u32, u32) {
         (true, false) => (9, 16),
         (false, _) => (3, 2),
     };
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        let knob = |name: &str, max: u32, default: u32| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse::<u32>().ok())
-                .filter(|v| (1..=max).contains(v))
-                .unwrap_or(default)
-        };
-        let kp_name = if single {
-            "FUSELM_ATT_KP_SINGLE"
-        } else {
-            "FUSELM_ATT_KP"
-        };
-        (knob(kp_name, 18, kp), knob("FUSELM_ATT_VP", 16, vp))
-    }
-    #[cfg(target_arch = "wasm32")]
-    (kp, vp)
+    let kp_name = if single {
+        "FUSELM_ATT_KP_SINGLE"
+    } else {
+        "FUSELM_ATT_KP"
+    };
+    (
+        knob(kp_name, |v| (1..=18).contains(&v)).unwrap_or(kp),
+        knob("FUSELM_ATT_VP", |v| (1..=16).contains(&v)).unwrap_or(vp),
+    )
 }
 
 /// Workgroups the attention dispatch aims for at short contexts ([`ATTENTION_MIN_GROUPS`]; Wo's
 /// rows are split into blocks to reach it). Natively, `FUSELM_ATT_GROUPS` (1..4096) overrides it
 /// for measurements.
 fn attention_min_groups() -> u32 {
-    #[cfg(not(target_arch = "wasm32"))]
-    if let Some(g) = std::env::var("FUSELM_ATT_GROUPS")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|g| (1..=4096).contains(g))
-    {
-        return g;
-    }
-    ATTENTION_MIN_GROUPS
+    knob("FUSELM_ATT_GROUPS", |g| (1..=4096).contains(&g)).unwrap_or(ATTENTION_MIN_GROUPS)
 }

@@ -7,7 +7,7 @@ use crate::kernels::attention::KvFormat;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
 use crate::kernels::BufferView;
-use crate::kernels::{check_buffer, compose, require, Pipeline, Slot};
+use crate::kernels::{check_buffer, compose, knob, require, Pipeline, Slot};
 use crate::shaders;
 
 /// Dispatch 4: `x = x_mid + W_down · hidden`, and (without QK_NORM) the step's K and V stored
@@ -119,12 +119,7 @@ impl FusedFfnDown {
 /// workgroups than SMs; bench/results/wide-models-h200-2026-11-25).
 /// Natively, `FUSELM_DOWN_RPL` (1, 2 or 4) overrides it for measurements.
 pub fn down_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
-    #[cfg(not(target_arch = "wasm32"))]
-    if let Some(r) = std::env::var("FUSELM_DOWN_RPL")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|r| [1, 2, 4].contains(r))
-    {
+    if let Some(r) = knob("FUSELM_DOWN_RPL", |r| [1, 2, 4].contains(&r)) {
         return r;
     }
     if s.n_ff < 4096 {

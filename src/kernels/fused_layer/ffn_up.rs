@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
-use crate::kernels::{check_buffer, compose, require, Bound, PassState, Pipeline, Slot};
+use crate::kernels::{check_buffer, compose, knob, require, Bound, PassState, Pipeline, Slot};
 use crate::shaders;
 
 #[repr(C)]
@@ -205,12 +205,7 @@ impl FusedFfnUp {
 /// workgroup cut the repeated L2 traffic: one pass per 4,096 floats of partials, 1 to 16.
 /// Natively, `FUSELM_FFN_PASSES` (1..32) overrides it for measurements.
 pub fn ffn_up_passes(s: &FusedShape) -> u32 {
-    #[cfg(not(target_arch = "wasm32"))]
-    if let Some(p) = std::env::var("FUSELM_FFN_PASSES")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|p| (1..=32).contains(p))
-    {
+    if let Some(p) = knob("FUSELM_FFN_PASSES", |p| (1..=32).contains(&p)) {
         return p;
     }
     (s.n_head * s.n_embd / 4096).clamp(1, 16)

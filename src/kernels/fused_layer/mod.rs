@@ -59,7 +59,7 @@ pub use qkv::{FusedQkv, QkvParams};
 pub use shape::{FusedArch, FusedShape, LayerAttention, LayerVectors};
 
 pub use super::layer_indexing::{uniform_array, LayerIndexing};
-use super::{check_buffer, require, Bound, BufferView, PassState, Res};
+use super::{check_buffer, knob, require, Bound, BufferView, PassState, Res};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 
@@ -90,12 +90,9 @@ pub const NO_VECTOR: u32 = u32::MAX;
 /// costs one extra barrier to combine. Natively, `FUSELM_LANES` (32..256) overrides it, to
 /// measure the alternatives on one device.
 pub fn lanes_for(units: u32, max: u32) -> u32 {
-    #[cfg(not(target_arch = "wasm32"))]
-    if let Some(l) = std::env::var("FUSELM_LANES")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|l| l.is_power_of_two() && (32..=256).contains(l))
-    {
+    if let Some(l) = knob("FUSELM_LANES", |l| {
+        l.is_power_of_two() && (32..=256).contains(&l)
+    }) {
         return l.min(max);
     }
     let mut lanes = 32;
