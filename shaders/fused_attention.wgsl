@@ -1,17 +1,21 @@
 // Fused decode, dispatch 2 of 4 per layer: KV append + attention over a chunk of positions +
-// that chunk's share of the output projection, for one query head. One token.
+// that chunk's share of the output projection, for ATT_HG query heads of one KV group. One
+// token.
 //
-// Workgroup (h, c, b) handles query head h and key positions [c * ATT_CHUNK, (c + 1) *
-// ATT_CHUNK) of the len = pos + 1 visible ones (flash-decoding's split over positions, so long
-// contexts spread over many workgroups). It computes the chunk's max m, sum l = sum_j e_j,
-// e_j = exp(s_j - m), and unnormalised output a = sum_j e_j v_j, then projects it at once
-// onto block b of Wo's rows:
+// Workgroup (s, c, b) handles query heads h = s * ATT_HG .. s * ATT_HG + ATT_HG - 1 (all in
+// one KV group: ATT_HG divides the group size, kernels::fused_layer::FusedShape::
+// attention_heads_per_group) and key positions [c * ATT_CHUNK, (c + 1) * ATT_CHUNK) of the
+// len = pos + 1 visible ones (flash-decoding's split over positions, so long contexts spread
+// over many workgroups). Each key and value row it loads serves all ATT_HG heads. Per head it
+// computes the chunk's max m, sum l = sum_j e_j, e_j = exp(s_j - m), and unnormalised output
+// a = sum_j e_j v_j, then projects it at once onto block b of Wo's rows:
 //   P[h, c] = Wo[:, h * head_dim .. (h + 1) * head_dim] a      (n_embd values)
 // The projection is linear, so the next dispatch recovers Wo · attention exactly as
 //   sum_{h, c} exp(m_{h,c} - M_h) / L_h * P[h, c],  M_h = max_c m, L_h = sum_c exp(m - M_h) l,
 // which is what lets the output projection live here instead of in a dispatch of its own.
-// When the context fits one chunk (len <= ATT_CHUNK), a is divided by l here and the combine
-// is a plain sum over heads.
+// When the context fits one chunk (len <= ATT_CHUNK), a is divided by l here, the workgroup's
+// heads are summed into one partial (slot s, chunk 0: n_head / ATT_HG partials in all), and
+// the combine is a plain sum of those.
 // The host splits Wo's rows into blocks when there are few head-chunks (short contexts), so
 // the projection still spreads over many workgroups; each block recomputes the chunk's
 // attention (a few KiB from cache) rather than paying a dispatch boundary.
@@ -22,8 +26,8 @@
 // position): their addresses depend only on the workgroup, the cache never changes during
 // this dispatch, and rows past the visible ones are loaded but never used. So the scores wait
 // on no memory, and at contexts up to VP value rows per invocation neither does the value
-// phase. (With QK_NORM they are loaded after the state, because this dispatch appends row
-// pos.)
+// phase. (With QK_NORM they are loaded after the state,
+// because this dispatch appends row pos.)
 // KP and VP are prepended per pipeline variant (single-chunk steps or any step;
 // kernels::fused_layer::attention_preloads: more of both shorten the chain of memory round
 // trips, at the cost of registers).
@@ -36,12 +40,12 @@
 // were written by earlier dispatches. `part` rows are PART_STRIDE floats: n_embd values, then
 // m and l.
 //
-// Architecture switches (see fused_qkv.wgsl): with QK_NORM, fused_qkv wrote Q and K
-// unnormalised and unrotated; every workgroup normalises its query head and its KV group's new
-// key (per-head RMS norm: one workgroup reduction over head_dim) and rotates both here, and the
-// KV append stores the rotated key. A sliding window (p.window > 0: gemma3's local layers)
-// masks positions below len - window; chunks wholly below it contribute m = -max, l = 0, which
-// the combine weights to zero. p.scale is the model's attention scale, p.theta_scale the
+// Architecture switches (see fused_qkv.wgsl): with QK_NORM (always ATT_HG = 1), fused_qkv
+// wrote Q and K unnormalised and unrotated; every workgroup normalises its query head and its
+// KV group's new key (per-head RMS norm: one workgroup reduction over head_dim) and rotates
+// both here, and the KV append stores the rotated key. A sliding window (p.window > 0: gemma3's
+// local layers) masks positions below len - window; chunks wholly below it contribute m = -max, l =
+// 0, which the combine weights to zero. p.scale is the model's attention scale, p.theta_scale the
 // layer's RoPE base (per layer: gemma3's local and global layers differ).
 //
 // Shape constants are prepended (see fused_qkv.wgsl). When state.done is set the kernel
@@ -75,15 +79,17 @@ const N_Q: u32 = N_HEAD * HEAD_DIM;
 const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
 const PJ: u32 = WG / HD4;             // position lanes of the value phase
 const UH: u32 = HEAD_DIM / 8u;        // units of one head in a row of Wo
+const UG: u32 = ATT_HG * UH;          // units of the workgroup's heads in a row of Wo
 const OL: u32 = 8u;                   // lanes per Wo row (oct_sum)
-const UPL: u32 = (UH + OL - 1u) / OL; // units per lane
+const UPL: u32 = (UG + OL - 1u) / OL; // units per lane
 const RPP: u32 = WG / OL;             // Wo rows per pass
 const NEG_MAX: f32 = -3.40282e38;
 
-var<workgroup> q_sh: array<vec4<f32>, HD4>;
-var<workgroup> a_sh: array<vec4<f32>, HD4>;
+// The workgroup's queries (scaled), head after head; once the scores are done, the heads'
+// attention outputs a in the same layout (so unit u of a Wo row pairs with vec4s 2u, 2u + 1).
+var<workgroup> qa_sh: array<vec4<f32>, ATT_HG * HD4>;
 var<workgroup> av_sh: array<vec4<f32>, WG>;
-var<workgroup> e_sh: array<f32, ATT_CHUNK>;
+var<workgroup> e_sh: array<vec4<f32>, ATT_CHUNK>; // e_j of head i in component i
 var<workgroup> len_sh: u32;
 // QK_NORM: the head's query and new key while they are normalised and rotated (QKN_LEN is
 // head_dim with QK_NORM, else 1), then the new key as vec4s.
@@ -146,7 +152,7 @@ fn main(
     }
     // main's own p: a uniform load (the private copy is non-uniform to Tint's analysis).
     let p = lp[enter_layer(nwg.x)];
-    let h = wg.x;
+    let h = wg.x * ATT_HG; // the workgroup's first query head
     let c = wg.y;
     // Rows of Wo this workgroup projects: block wg.z of nwg.z.
     let per_block = (((N_EMBD + nwg.z - 1u) / nwg.z + RPP - 1u) / RPP) * RPP;
@@ -163,12 +169,12 @@ fn main(
     for (var k = 0u; k < KP; k++) {
         let row = min(r_begin + rr + k * RPP, N_EMBD - 1u);
         for (var m = 0u; m < UPL; m++) {
-            let u = min(ol + m * OL, UH - 1u);
+            let u = min(ol + m * OL, UG - 1u);
             raw[k * UPL + m] = wo_fetch(row, h * UH + u, N_Q);
         }
     }
-    if lid < HD4 && !QK_NORM {
-        q_sh[lid] = qkv[h * HD4 + lid] * p.scale;
+    if lid < ATT_HG * HD4 && !QK_NORM {
+        qa_sh[lid] = qkv[h * HD4 + lid] * p.scale;
     }
     let g = h / GROUP;
     let cache = kv_base + g * N_CTX * HD4;  // this KV head's cache rows (vec4s)
@@ -193,7 +199,7 @@ fn main(
         let len = state.pos + 1u;
         len_sh = select(0u, len, state.done == 0u && c * ATT_CHUNK < len);
     }
-    let len = workgroupUniformLoad(&len_sh); // also publishes q_sh
+    let len = workgroupUniformLoad(&len_sh); // also publishes qa_sh
     if len == 0u {
         return;
     }
@@ -234,7 +240,7 @@ fn main(
         workgroupBarrier();
         if lid < HD4 {
             let i = 4u * lid;
-            q_sh[lid] = vec4<f32>(qn_sh[i], qn_sh[i + 1u], qn_sh[i + 2u], qn_sh[i + 3u]);
+            qa_sh[lid] = vec4<f32>(qn_sh[i], qn_sh[i + 1u], qn_sh[i + 2u], qn_sh[i + 3u]);
             knew_sh[lid] = vec4<f32>(kn_sh[i], kn_sh[i + 1u], kn_sh[i + 2u], kn_sh[i + 3u]);
         }
         workgroupBarrier();
@@ -259,43 +265,47 @@ fn main(
         }
     }
 
-    // Score phase: one key per invocation, its HD4 vec4 loads all in flight. (Lanes along
-    // head_dim coalesce better, but the cross-lane sums cost more than they save from 128
-    // positions on: measured on an H200, 921 vs 825 tok/s at a 128-token prompt.)
-    var s = NEG_MAX;
+    // Score phase: one key per invocation, its HD4 vec4 loads all in flight, dotted with each
+    // of the workgroup's queries. (Lanes along head_dim coalesce better, but the cross-lane
+    // sums cost more than they save from 128 positions on: measured on an H200, 921 vs 825
+    // tok/s at a 128-token prompt.)
+    var s = vec4<f32>(NEG_MAX);
     let visible = lid < n && c0 + lid >= lo;
     if visible {
         let t = c0 + lid;
-        var s4 = vec4<f32>();
-        if t == pos {
-            for (var i = 0u; i < HD4; i++) {
-                s4 += new_key(k_new, i) * q_sh[i];
+        var sa: array<vec4<f32>, ATT_HG>;
+        for (var d = 0u; d < HD4; d++) {
+            var kd = kr[d];
+            if t == pos {
+                kd = new_key(k_new, d);
+            } else if QK_NORM {
+                kd = kv4(k_cache[cache + t * HD4 + d]);
             }
-        } else if QK_NORM {
-            for (var i = 0u; i < HD4; i++) {
-                s4 += kv4(k_cache[cache + t * HD4 + i]) * q_sh[i];
-            }
-        } else {
-            for (var i = 0u; i < HD4; i++) {
-                s4 += kr[i] * q_sh[i];
+            for (var i = 0u; i < ATT_HG; i++) {
+                sa[i] += kd * qa_sh[i * HD4 + d];
             }
         }
-        s = (s4.x + s4.y) + (s4.z + s4.w);
+        for (var i = 0u; i < ATT_HG; i++) {
+            s[i] = (sa[i].x + sa[i].y) + (sa[i].z + sa[i].w);
+        }
     }
-    let m = wg_max_sum(lid, s, 0.0).x;
-    let e = select(0.0, exp(s - m), visible);
+    let m = wg_max4(lid, s);
+    let e = select(vec4<f32>(), exp(s - m), visible);
     e_sh[lid] = e;
-    let l = wg_max_sum(lid, NEG_MAX, e).y; // its barriers publish e_sh
+    let l = lanes_sum4(lid, e, WG); // its barriers publish e_sh
 
-    // Value phase: a[d] = sum_j e_j v_j[d].
-    var acc = vec4<f32>();
+    // Value phase: a_i[d] = sum_j e_ij v_j[d] for each head i.
+    var acc: array<vec4<f32>, ATT_HG>;
     for (var k = 0u; k < VP; k++) {
         let j = pj + k * PJ;
         if j < n {
             if c0 + j == pos {
                 vv[k] = qkv[v_new + d4];
             }
-            acc += e_sh[j] * vv[k];
+            let ej = e_sh[j];
+            for (var i = 0u; i < ATT_HG; i++) {
+                acc[i] += ej[i] * vv[k];
+            }
         }
     }
     var j = pj + VP * PJ;
@@ -311,7 +321,13 @@ fn main(
         } else {
             w3 = kv4(v_cache[b + 3u * PJ * HD4]);
         }
-        acc += e_sh[j] * w0 + e_sh[j + PJ] * w1 + e_sh[j + 2u * PJ] * w2 + e_sh[j + 3u * PJ] * w3;
+        let e0 = e_sh[j];
+        let e1 = e_sh[j + PJ];
+        let e2 = e_sh[j + 2u * PJ];
+        let e3 = e_sh[j + 3u * PJ];
+        for (var i = 0u; i < ATT_HG; i++) {
+            acc[i] += e0[i] * w0 + e1[i] * w1 + e2[i] * w2 + e3[i] * w3;
+        }
     }
     for (; j < n; j += PJ) {
         let t = c0 + j;
@@ -321,78 +337,103 @@ fn main(
         } else {
             v = kv4(v_cache[cache + t * HD4 + d4]);
         }
-        acc += e_sh[j] * v;
-    }
-    av_sh[lid] = acc;
-    workgroupBarrier();
-    if lid < HD4 {
-        var a = vec4<f32>();
-        for (var i = 0u; i < PJ; i++) {
-            a += av_sh[i * HD4 + lid];
+        let ej = e_sh[j];
+        for (var i = 0u; i < ATT_HG; i++) {
+            acc[i] += ej[i] * v;
         }
-        // The only chunk (len <= ATT_CHUNK): normalise here, so the combine just adds.
-        if len <= ATT_CHUNK {
-            a /= l;
-        }
-        a_sh[lid] = a;
     }
-    workgroupBarrier();
+    // Sum over the PJ position lanes, head after head, into qa_sh (the queries are no longer
+    // read: the reductions above had barriers after the last score).
+    for (var i = 0u; i < ATT_HG; i++) {
+        av_sh[lid] = acc[i];
+        workgroupBarrier();
+        if lid < HD4 {
+            var a = vec4<f32>();
+            for (var r = 0u; r < PJ; r++) {
+                a += av_sh[r * HD4 + lid];
+            }
+            // The only chunk (len <= ATT_CHUNK): normalise here, so the combine just adds.
+            if len <= ATT_CHUNK {
+                a /= l[i];
+            }
+            qa_sh[i * HD4 + lid] = a;
+        }
+        workgroupBarrier();
+    }
 
     // Projection: OL lanes per row of Wo, RPP rows per pass; the first KP passes use the
-    // weights loaded at the start (constant indices keep them in registers).
-    let out = (h * MAX_CHUNKS + c) * PART_STRIDE;
+    // weights loaded at the start (constant indices keep them in registers). Component i of a
+    // lane's sum is head i's share; with one chunk the heads' shares are summed into one
+    // partial (slot wg.x), else each head writes its own (slot h + i, chunk c).
+    let single = len <= ATT_CHUNK;
     let passes = (r_end - r_begin + RPP - 1u) / RPP;
     // Passes from KP on: each one's weights are loaded one pass ahead (pass KP's now).
     var nxt: array<vec4<u32>, UPL>;
     if KP < passes {
         let rowc = min(r_begin + rr + KP * RPP, N_EMBD - 1u);
         for (var mm = 0u; mm < UPL; mm++) {
-            nxt[mm] = wo_fetch(rowc, h * UH + min(ol + mm * OL, UH - 1u), N_Q);
+            nxt[mm] = wo_fetch(rowc, h * UH + min(ol + mm * OL, UG - 1u), N_Q);
         }
     }
     for (var k = 0u; k < KP; k++) {
         if k < passes {
-            var y = 0.0;
+            var y = vec4<f32>();
             let row = r_begin + rr + k * RPP;
             let rowc = min(row, N_EMBD - 1u);
             for (var mm = 0u; mm < UPL; mm++) {
                 let u = ol + mm * OL;
-                if u < UH {
+                if u < UG {
                     let wv = wo_decode(raw[k * UPL + mm], rowc, h * UH + u, N_Q);
-                    y += dot8(wv, W8(a_sh[2u * u], a_sh[2u * u + 1u]));
+                    y[u / UH] += dot8(wv, W8(qa_sh[2u * u], qa_sh[2u * u + 1u]));
                 }
             }
-            y = oct_sum(lid, y);
-            if ol == 0u && row < r_end {
-                part[out + row] = y;
-            }
+            store_row(lid, ol, row, r_end, y, single, wg.x, c);
         }
     }
     for (var k = KP; k < passes; k++) {
-        var y = 0.0;
+        var y = vec4<f32>();
         let row = r_begin + rr + k * RPP;
         let rowc = min(row, N_EMBD - 1u);
         let cur = nxt;
         if k + 1u < passes {
             let rown = min(row + RPP, N_EMBD - 1u);
             for (var mm = 0u; mm < UPL; mm++) {
-                nxt[mm] = wo_fetch(rown, h * UH + min(ol + mm * OL, UH - 1u), N_Q);
+                nxt[mm] = wo_fetch(rown, h * UH + min(ol + mm * OL, UG - 1u), N_Q);
             }
         }
         for (var mm = 0u; mm < UPL; mm++) {
             let u = ol + mm * OL;
-            if u < UH {
+            if u < UG {
                 let wv = wo_decode(cur[mm], rowc, h * UH + u, N_Q);
-                y += dot8(wv, W8(a_sh[2u * u], a_sh[2u * u + 1u]));
+                y[u / UH] += dot8(wv, W8(qa_sh[2u * u], qa_sh[2u * u + 1u]));
             }
         }
-        y = oct_sum(lid, y);
-        if ol == 0u && row < r_end {
-            part[out + row] = y;
-        }
+        store_row(lid, ol, row, r_end, y, single, wg.x, c);
     }
-    if lid == 0u && lead {
-        part[out + N_EMBD] = m;
-        part[out + N_EMBD + 1u] = l;
+    if lid < ATT_HG && lead && !single {
+        let out = ((h + lid) * MAX_CHUNKS + c) * PART_STRIDE;
+        part[out + N_EMBD] = m[lid];
+        part[out + N_EMBD + 1u] = l[lid];
+    }
+}
+
+// Row `row`'s partial from each lane's per-head sums y, for the workgroup of slot s (call
+// uniformly; `single` is uniform).
+fn store_row(
+    lid: u32, ol: u32, row: u32, r_end: u32, y: vec4<f32>, single: bool, s: u32, c: u32,
+) {
+    if single || ATT_HG == 1u {
+        let t = oct_sum(lid, (y.x + y.y) + (y.z + y.w));
+        if ol == 0u && row < r_end {
+            // one chunk: the heads' sum, slot s; else (ATT_HG = 1) head s's chunk c.
+            part[(s * MAX_CHUNKS + c) * PART_STRIDE + row] = t;
+        }
+    } else {
+        let t = oct_sum4(lid, y);
+        if ol == 0u && row < r_end {
+            for (var i = 0u; i < ATT_HG; i++) {
+                part[((s * ATT_HG + i) * MAX_CHUNKS + c) * PART_STRIDE + row] = t[i];
+            }
+        }
     }
 }

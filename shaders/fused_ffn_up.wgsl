@@ -2,7 +2,8 @@
 // projections + SwiGLU, one token.
 //
 //   x_mid = x + sum_{h, c} exp(m_{h,c} - M_h) / L_h * P[h, c]      (see fused_attention.wgsl;
-//           with a single chunk P is already normalised: x + sum_h P[h, 0])
+//           with a single chunk P is already normalised and summed over each workgroup's
+//           ATT_HG heads: x + sum_s P[s, 0], s < N_HEAD / ATT_HG)
 //   g, u  = (W_gate[r] . (x_mid * norm_w)) * s,  (W_up[r] . (x_mid * norm_w)) * s
 //   hidden[r] = act(g) * u,                       s = 1 / sqrt(mean(x_mid^2) + eps)
 //
@@ -10,10 +11,10 @@
 // context fits one attention chunk, with no merge code at all (sharing a kernel with it cost
 // the single-chunk path 3 us per dispatch on an H200), and a general one; the host picks per
 // recorded chunk of steps.
-// Phase 1: every workgroup rebuilds x_mid from the attention partials (n_head * chunks rows
-// of n_embd floats, from cache) into workgroup memory, one vec4 of it per invocation. With
-// several chunks per head, their merge weights are computed first, once per workgroup.
-// Workgroup 0 also writes x_mid out for the residual of dispatch 4.
+// Phase 1: every workgroup rebuilds x_mid from the attention partials (n_head * chunks rows of
+// n_embd floats, or n_head / ATT_HG with one chunk, from cache) into workgroup memory, one vec4 of
+// it per invocation. With several chunks per head, their merge weights are computed first, once per
+// workgroup. Workgroup 0 also writes x_mid out for the residual of dispatch 4.
 // Phase 2: RPASS passes of ROWS = 256 / LANES rows of gate and of up per workgroup, LANES lanes
 // per row; as in fused_qkv.wgsl the norm's scale is applied after the dot products, and
 // sum(x_mid^2) comes out of the same row reduction. The first pass's gate/up weights and
@@ -64,16 +65,16 @@ var<workgroup> xm_sh: array<vec4<f32>, V4>;
 var<workgroup> wts: array<f32, N_HEAD * MAX_CHUNKS>; // kernels::fused_layer::MAX_HEAD_CHUNKS
 var<workgroup> chunks_sh: u32;
 
-// init + the attention output o[4i .. 4i + 4] for `n_chunks` chunks per head (init: x, or 0
-// when POST_NORMS norms o before the residual add). With one chunk (contexts up to
-// ATT_CHUNK) the attention dispatch has already divided by l, so this is x + sum_h P: adds
-// of independent loads. Otherwise the merge weights are in `wts` (computed once per
-// workgroup by `merge_weights`) and each chunk's loads of every head are in flight together.
+// init + the attention output o[4i .. 4i + 4] for `n_chunks` chunks per head (init: x, or 0 when
+// POST_NORMS norms o before the residual add). With one chunk (contexts up to ATT_CHUNK) the
+// attention dispatch has already divided by l and summed each head group, so this is x + sum_s P:
+// adds of independent loads. Otherwise the merge weights are in `wts` (computed once per workgroup
+// by `merge_weights`) and each chunk's loads of every head are in flight together.
 fn combine(i: u32, n_chunks: u32, init: vec4<f32>) -> vec4<f32> {
     if SINGLE_CHUNK || n_chunks == 1u {
         var acc = init;
-        for (var h = 0u; h < N_HEAD; h++) {
-            acc += part[h * MAX_CHUNKS * PSTRIDE4 + i];
+        for (var s = 0u; s < N_HEAD / ATT_HG; s++) {
+            acc += part[s * MAX_CHUNKS * PSTRIDE4 + i];
         }
         return acc;
     }

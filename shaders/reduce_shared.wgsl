@@ -40,6 +40,26 @@ fn oct_sum(lid: u32, v: f32) -> f32 {
     return lanes_sum4(lid, vec4<f32>(v, 0.0, 0.0, 0.0), 8u).x;
 }
 
+// oct_sum of each component.
+fn oct_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
+    return lanes_sum4(lid, v, 8u);
+}
+
+// Componentwise max over the whole workgroup of 256; every invocation gets it.
+fn wg_max4(lid: u32, v: vec4<f32>) -> vec4<f32> {
+    red4[lid] = v;
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        workgroupBarrier();
+        if lid < s {
+            red4[lid] = max(red4[lid], red4[lid + s]);
+        }
+    }
+    workgroupBarrier();
+    let r = red4[0];
+    workgroupBarrier();
+    return r;
+}
+
 // (max of a, sum of b) over the whole workgroup of 256; every invocation gets it.
 fn wg_max_sum(lid: u32, a: f32, b: f32) -> vec2<f32> {
     red4[lid] = vec4<f32>(a, b, 0.0, 0.0);

@@ -51,6 +51,28 @@ fn oct_sum(lid: u32, v: f32) -> f32 {
     return s + subgroupShuffleXor(s, 1u);
 }
 
+// oct_sum of each component.
+fn oct_sum4(lid: u32, v: vec4<f32>) -> vec4<f32> {
+    var s = v + subgroupShuffleXor(v, 4u);
+    s += subgroupShuffleXor(s, 2u);
+    return s + subgroupShuffleXor(s, 1u);
+}
+
+// Componentwise max over the whole workgroup of 256; every invocation gets it.
+fn wg_max4(lid: u32, v: vec4<f32>) -> vec4<f32> {
+    let m = subgroupMax(v);
+    if lid % 32u == 0u {
+        sg_part4[lid / 32u] = m;
+    }
+    workgroupBarrier();
+    var r = sg_part4[0];
+    for (var i = 1u; i < 8u; i++) {
+        r = max(r, sg_part4[i]);
+    }
+    workgroupBarrier();
+    return r;
+}
+
 // (max of a, sum of b) over the whole workgroup of 256; every invocation gets it.
 fn wg_max_sum(lid: u32, a: f32, b: f32) -> vec2<f32> {
     let m = vec2<f32>(subgroupMax(a), subgroupAdd(b));

@@ -52,7 +52,8 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
             },
         ),
         (
-            // 32 heads × 512: fused_ffn_up takes 4 row passes per workgroup (ffn_up_passes).
+            // 32 heads × 512: fused_ffn_up takes 4 row passes per workgroup (ffn_up_passes),
+            // fused_attention 4 query heads per workgroup (attention_heads_per_group).
             "q4_k/q6_k/bf16, 32 heads, GQA 4:1, untied Q6_K head",
             SyntheticSpec {
                 n_layers: 3,
@@ -91,10 +92,15 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
             },
         ),
         (
-            "qwen2: Q/K/V biases, NeoX RoPE",
+            // GQA 6:2: natively, FUSELM_ATT_HG=3 gives fused_attention 3 query heads per
+            // workgroup (the default rule keeps 1 at this size).
+            "qwen2: Q/K/V biases, NeoX RoPE, GQA 6:2",
             SyntheticSpec {
                 arch: "qwen2",
                 n_layers: 2,
+                n_embd: 192,
+                n_head: 6,
+                n_head_kv: 2,
                 matrix_types: vec![GgmlType::Q8_0],
                 seed: 12,
                 ..SyntheticSpec::default()
@@ -490,10 +496,22 @@ gpu_test!(
 /// Fused decode across attention chunks (256 positions each): the prompt ends just before a
 /// chunk boundary, so the decode steps attend over one and then two chunks and the combine in
 /// fused_ffn_up merges several chunks per head. Greedy ids of both strategies equal the CPU's
-/// up to its first near-tie. For llama (head_dim 32) and for gemma3 (head_dim 128, whose
-/// attention keeps one pipeline for both variants: `attention_preloads`), whose sliding-window
-/// layers (8 positions) then see a first chunk wholly outside their window.
+/// up to its first near-tie. For llama (head_dim 32), llama with 32 heads (fused_attention
+/// takes 4 query heads per workgroup, each writing its own partial per chunk), and gemma3
+/// (head_dim 128, whose attention keeps one pipeline for both variants: `attention_preloads`),
+/// whose sliding-window layers (8 positions) then see a first chunk wholly outside their
+/// window.
 async fn fused_decode_crosses_attention_chunks() {
+    let grouped = SyntheticSpec {
+        n_layers: 1,
+        n_embd: 512,
+        n_ff: 256,
+        n_head: 32,
+        n_head_kv: 8,
+        matrix_types: vec![GgmlType::Q8_0],
+        seed: 16,
+        ..SyntheticSpec::default()
+    };
     let gemma = SyntheticSpec {
         arch: "gemma3",
         n_layers: 6,
@@ -505,7 +523,7 @@ async fn fused_decode_crosses_attention_chunks() {
         seed: 15,
         ..SyntheticSpec::default()
     };
-    for spec in [SyntheticSpec::default(), gemma] {
+    for spec in [SyntheticSpec::default(), grouped, gemma] {
         crosses_attention_chunks(&spec).await;
     }
 }

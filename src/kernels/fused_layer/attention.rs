@@ -34,8 +34,8 @@ const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 /// pipelines, as for [`FusedFfnUp`]: for steps whose context fits one attention chunk, and for
 /// any step (they differ in what they load up front, [`attention_preloads`]; one pipeline
 /// serves both where they would not).
-/// Layer-indexed ([`LayerIndexing`]; the layer rides in x: `n_head + layer` columns), bindings
-/// in `@group(1)`.
+/// Layer-indexed ([`LayerIndexing`]; the layer rides in x: `n_head / ATT_HG + layer`
+/// columns), bindings in `@group(1)`.
 #[derive(Debug, Clone)]
 pub struct FusedAttention {
     single: Pipeline,
@@ -50,7 +50,10 @@ pub struct FusedAttention {
 pub struct FusedAttentionCall {
     single: Bound,
     general: Bound,
-    n_head: u32,
+    /// Workgroups along x: head groups of ATT_HG query heads.
+    slots: u32,
+    /// ATT_HG.
+    heads: u32,
     max_chunks: u32,
     n_embd: u32,
     min_groups: u32,
@@ -67,8 +70,8 @@ impl FusedAttention {
         s.check()?;
         let x_base = layer_grid(
             ctx,
-            "maxComputeWorkgroupsPerDimension (fused_attention: heads + layers)",
-            s.n_head,
+            "maxComputeWorkgroupsPerDimension (fused_attention: head groups + layers)",
+            s.n_head / s.attention_heads_per_group(),
             ix.n_layer,
         )?;
         let source = |single: bool| -> Result<String> {
@@ -170,7 +173,8 @@ impl FusedAttention {
                 None => single.clone(),
             },
             single,
-            n_head: s.n_head,
+            slots: s.n_head / s.attention_heads_per_group(),
+            heads: s.attention_heads_per_group(),
             max_chunks: s.max_chunks(),
             n_embd: s.n_embd,
             min_groups: attention_min_groups(),
@@ -182,16 +186,17 @@ impl FusedAttentionCall {
     /// The grid for layer `layer` of a step whose visible length is at most `max_len`.
     fn groups(&self, layer: u32, max_len: u32) -> [u32; 3] {
         let chunks = max_len.div_ceil(ATTENTION_CHUNK).clamp(1, self.max_chunks);
-        // Few head-chunks (short contexts): split Wo's rows too, so at least ~64 workgroups
-        // stream the projection (one workgroup streams only ~10 GB/s), and no workgroup
-        // projects more than ATTENTION_MAX_BLOCK_ROWS rows (wide models: each block recomputes
-        // its chunk's attention, so more blocks cost that, fewer a longer projection).
+        // Few head-group-chunks (short contexts): split Wo's rows too, so at least ~64
+        // workgroups stream the projection (one workgroup streams only ~10 GB/s), and no
+        // workgroup projects more than ATTENTION_MAX_BLOCK_ROWS rows of one head's columns
+        // (wide models: each block recomputes its chunk's attention, so more blocks cost that,
+        // fewer a longer projection).
         let blocks = self
             .min_groups
-            .div_ceil(self.n_head * chunks)
-            .max(self.n_embd.div_ceil(ATTENTION_MAX_BLOCK_ROWS))
+            .div_ceil(self.slots * chunks)
+            .max((self.n_embd * self.heads).div_ceil(ATTENTION_MAX_BLOCK_ROWS))
             .clamp(1, self.n_embd.div_ceil(32));
-        [self.n_head + layer, chunks, blocks]
+        [self.slots + layer, chunks, blocks]
     }
 
     /// The pipeline variant for a step that sees at most `max_len` positions.
@@ -240,6 +245,9 @@ pub fn attention_preloads(s: &FusedShape, single: bool) -> (u32, u32) {
         (true, false) => (9, 16),
         (false, _) => (3, 2),
     };
+    // A workgroup of ATT_HG heads loads ATT_HG times the units per pass and (by the row-block
+    // rule) has about 1 / ATT_HG of the passes: the same registers for kp / ATT_HG passes.
+    let kp = (kp / s.attention_heads_per_group()).max(1);
     let kp_name = if single {
         "FUSELM_ATT_KP_SINGLE"
     } else {

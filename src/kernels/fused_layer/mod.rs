@@ -3,7 +3,7 @@
 //! | dispatch | WGSL | work | workgroups |
 //! |---|---|---|---|
 //! | 1 | `fused_qkv` | RMS norm, Q/K/V projections, RoPE | (n_q + 2 n_kv) / (256 / lanes) |
-//! | 2 | `fused_attention` | attention over a chunk, the chunk's output projection (KV append with QK_NORM) | n_head × chunks × row blocks |
+//! | 2 | `fused_attention` | attention over a chunk for 1–4 query heads of a KV group, their output projection (KV append with QK_NORM) | n_head / heads × chunks × row blocks |
 //! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes × [`ffn_up_passes`]) |
 //! | 4 | `fused_ffn_down` | down projection + residual, KV append (without QK_NORM) | n_embd / (256 / lanes × [`down_rows_per_lane`]) |
 //!
@@ -71,8 +71,12 @@ pub const MAX_EMBD: u32 = 2048;
 pub const ATTENTION_CHUNK: u32 = 256;
 /// Workgroups the attention dispatch aims for (Wo's rows are split into blocks to reach it).
 pub const ATTENTION_MIN_GROUPS: u32 = 64;
-/// Most rows of Wo one attention workgroup projects (more row blocks beyond that).
+/// Most rows of Wo one attention workgroup projects, per query head it holds (more row blocks
+/// beyond that).
 pub const ATTENTION_MAX_BLOCK_ROWS: u32 = 512;
+/// Size of the attention partials (n_head × n_embd floats) from which `fused_attention` groups
+/// query heads per workgroup ([`FusedShape::attention_heads_per_group`]).
+pub const ATTENTION_GROUPED_FLOATS: u32 = 16384;
 /// Largest `n_head × chunks` (chunks = nCtx / 256) whose merge weights fused_ffn_up.wgsl keeps
 /// in workgroup memory (4 KiB, within WebGPU's default 16 KiB with its other arrays).
 pub const MAX_HEAD_CHUNKS: u32 = 1024;

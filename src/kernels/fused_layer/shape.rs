@@ -1,10 +1,10 @@
 //! The model geometry and architecture switches the fused kernels are compiled for (their WGSL
 //! constants).
 
-use super::{ATTENTION_CHUNK, MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM};
+use super::{ATTENTION_CHUNK, ATTENTION_GROUPED_FLOATS, MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
-use crate::kernels::require;
+use crate::kernels::{knob, require};
 use crate::shaders;
 
 /// The architecture switches of the fused kernels (WGSL constants).
@@ -78,6 +78,33 @@ impl FusedShape {
     pub fn max_chunks(&self) -> u32 {
         self.n_ctx.div_ceil(ATTENTION_CHUNK)
     }
+    /// Query heads per `fused_attention` workgroup (`ATT_HG`). A workgroup's heads share each
+    /// key and value row it loads, and at short contexts (one chunk) they sum their output
+    /// projections into one partial, so every `fused_ffn_up` workgroup adds n_head / ATT_HG
+    /// partials of n_embd floats instead of n_head; but each attention workgroup then runs
+    /// ATT_HG heads' scores, softmax and value sums in its chain. Measured on an H200
+    /// (bench/NOTES.md): at Llama-3.2-1B's width (32 heads × 2048, partials of 256 KiB per
+    /// ffn_up workgroup) 4 heads per workgroup decode 5–9% faster; at SmolLM2's (9 × 576:
+    /// 20 KiB) 3 heads cost 1–3%. So: 1 unless the partials are at least 64 KiB
+    /// (n_head × n_embd ≥ [`ATTENTION_GROUPED_FLOATS`]); then the largest divisor of the KV
+    /// group size that is at most 4 and keeps the heads' queries within 256 floats. Always 1
+    /// with per-head Q/K norms (their normalise-and-rotate code holds one head). Natively,
+    /// `FUSELM_ATT_HG` (a divisor of the group size, within the same bounds) overrides it for
+    /// measurements.
+    pub fn attention_heads_per_group(&self) -> u32 {
+        if self.arch.qk_norm || self.n_head_kv == 0 || self.n_head % self.n_head_kv != 0 {
+            return 1;
+        }
+        let group = self.n_head / self.n_head_kv;
+        let fits = |d: u32| d <= 4 && group % d == 0 && d * self.head_dim <= 256;
+        if let Some(d) = knob("FUSELM_ATT_HG", |d| d >= 1 && fits(d)) {
+            return d;
+        }
+        if self.n_head * self.n_embd < ATTENTION_GROUPED_FLOATS {
+            return 1;
+        }
+        (1..=4).rev().find(|&d| fits(d)).unwrap_or(1)
+    }
     /// Floats per row of the attention partials: n_embd values, then m and l, padded to a
     /// vec4 (`PART_STRIDE`).
     pub fn part_stride(&self) -> u32 {
@@ -118,6 +145,7 @@ const NEOX: bool = {neox};
 const N_CTX: u32 = {n_ctx}u;
 const MAX_CHUNKS: u32 = {max_chunks}u;
 const ATT_CHUNK: u32 = {chunk}u;
+const ATT_HG: u32 = {att_hg}u;
 const PART_STRIDE: u32 = {stride}u;
 const QKV_BIAS: bool = {qkv_bias};
 const O_BIAS: bool = {o_bias};
@@ -138,6 +166,7 @@ const NONE: u32 = 0xffffffffu;
             n_ctx = self.n_ctx,
             max_chunks = self.max_chunks(),
             chunk = ATTENTION_CHUNK,
+            att_hg = self.attention_heads_per_group(),
             stride = self.part_stride(),
             qkv_bias = self.arch.qkv_bias,
             o_bias = self.arch.o_bias,
