@@ -26,8 +26,8 @@
 // position): their addresses depend only on the workgroup, the cache never changes during
 // this dispatch, and rows past the visible ones are loaded but never used. So the scores wait
 // on no memory, and at contexts up to VP value rows per invocation neither does the value
-// phase. (With QK_NORM they are loaded after the state,
-// because this dispatch appends row pos.)
+// phase. (With QK_NORM they are loaded after the state, because this dispatch appends row
+// pos.)
 // KP and VP are prepended per pipeline variant (single-chunk steps or any step;
 // kernels::fused_layer::attention_preloads: more of both shorten the chain of memory round
 // trips, at the cost of registers).
@@ -89,7 +89,7 @@ const NEG_MAX: f32 = -3.40282e38;
 // attention outputs a in the same layout (so unit u of a Wo row pairs with vec4s 2u, 2u + 1).
 var<workgroup> qa_sh: array<vec4<f32>, ATT_HG * HD4>;
 var<workgroup> av_sh: array<vec4<f32>, WG>;
-var<workgroup> e_sh: array<vec4<f32>, ATT_CHUNK>; // e_j of head i in component i
+var<workgroup> e_sh: array<f32, ATT_HG * ATT_CHUNK>; // e_j of head i at i * ATT_CHUNK + j
 var<workgroup> len_sh: u32;
 // QK_NORM: the head's query and new key while they are normalised and rotated (QKN_LEN is
 // head_dim with QK_NORM, else 1), then the new key as vec4s.
@@ -291,7 +291,9 @@ fn main(
     }
     let m = wg_max4(lid, s);
     let e = select(vec4<f32>(), exp(s - m), visible);
-    e_sh[lid] = e;
+    for (var i = 0u; i < ATT_HG; i++) {
+        e_sh[i * ATT_CHUNK + lid] = e[i];
+    }
     let l = lanes_sum4(lid, e, WG); // its barriers publish e_sh
 
     // Value phase: a_i[d] = sum_j e_ij v_j[d] for each head i.
@@ -302,9 +304,8 @@ fn main(
             if c0 + j == pos {
                 vv[k] = qkv[v_new + d4];
             }
-            let ej = e_sh[j];
             for (var i = 0u; i < ATT_HG; i++) {
-                acc[i] += ej[i] * vv[k];
+                acc[i] += e_sh[i * ATT_CHUNK + j] * vv[k];
             }
         }
     }
@@ -321,12 +322,10 @@ fn main(
         } else {
             w3 = kv4(v_cache[b + 3u * PJ * HD4]);
         }
-        let e0 = e_sh[j];
-        let e1 = e_sh[j + PJ];
-        let e2 = e_sh[j + 2u * PJ];
-        let e3 = e_sh[j + 3u * PJ];
         for (var i = 0u; i < ATT_HG; i++) {
-            acc[i] += e0[i] * w0 + e1[i] * w1 + e2[i] * w2 + e3[i] * w3;
+            let e = i * ATT_CHUNK + j;
+            acc[i] += e_sh[e] * w0 + e_sh[e + PJ] * w1 + e_sh[e + 2u * PJ] * w2
+                + e_sh[e + 3u * PJ] * w3;
         }
     }
     for (; j < n; j += PJ) {
@@ -337,9 +336,8 @@ fn main(
         } else {
             v = kv4(v_cache[cache + t * HD4 + d4]);
         }
-        let ej = e_sh[j];
         for (var i = 0u; i < ATT_HG; i++) {
-            acc[i] += ej[i] * v;
+            acc[i] += e_sh[i * ATT_CHUNK + j] * v;
         }
     }
     // Sum over the PJ position lanes, head after head, into qa_sh (the queries are no longer

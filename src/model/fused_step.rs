@@ -514,8 +514,9 @@ impl FusedDecode {
     }
 
     /// The body's dispatches one by one with their roles, for a step that sees `len`
-    /// positions; `kv_bytes_per_position` is one layer's K+V bytes per position and head.
-    pub fn roles(&self, len: u32, kv_bytes_per_position: u64, n_head: u64) -> Vec<RoleCall<'_>> {
+    /// positions; `kv_bytes_per_position` is one layer's K+V bytes per position and KV head
+    /// (attention's workgroups along x each read their KV head's chunk).
+    pub fn roles(&self, len: u32, kv_bytes_per_position: u64) -> Vec<RoleCall<'_>> {
         let mut out = Vec::new();
         for (i, l) in self.layers.iter().enumerate() {
             let layer = i as u32;
@@ -530,7 +531,8 @@ impl FusedDecode {
                 } else {
                     "kv-append+attention+o-proj"
                 },
-                bytes: l.bytes[1] + kv_bytes_per_position * u64::from(len) * n_head,
+                bytes: l.bytes[1]
+                    + kv_bytes_per_position * u64::from(len) * u64::from(l.attention.slots()),
                 record: Box::new(move |p| l.attention.record(p, layer, len)),
             });
             out.push(RoleCall {

@@ -70,7 +70,7 @@ impl GpuModel {
         let c = &self.config;
         let kv_bytes = 2 * u64::from(c.head_dim) * self.kv_bytes_per_value();
         let timer = PassTimer::new(&self.ctx);
-        let mut calls = fused.decode.roles(len, kv_bytes, u64::from(c.n_head));
+        let mut calls = fused.decode.roles(len, kv_bytes);
         calls.extend(fused.choice.roles(self.head_bytes()));
         let mut roles: Vec<RoleProfile> = Vec::new();
         let mut wall_clock = false;

@@ -68,6 +68,11 @@ impl FusedAttention {
         ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check()?;
+        // The QK_NORM code normalises and rotates one head per workgroup.
+        require(
+            !s.arch.qk_norm || s.attention_heads_per_group() == 1,
+            "fused_attention: per-head Q/K norms need one query head per workgroup",
+        )?;
         let x_base = layer_grid(
             ctx,
             "maxComputeWorkgroupsPerDimension (fused_attention: head groups + layers)",
@@ -183,6 +188,12 @@ impl FusedAttention {
 }
 
 impl FusedAttentionCall {
+    /// Workgroups along x (besides the layer's): n_head / ATT_HG, each loading its chunk of
+    /// one KV head's cache.
+    pub fn slots(&self) -> u32 {
+        self.slots
+    }
+
     /// The grid for layer `layer` of a step whose visible length is at most `max_len`.
     fn groups(&self, layer: u32, max_len: u32) -> [u32; 3] {
         let chunks = max_len.div_ceil(ATTENTION_CHUNK).clamp(1, self.max_chunks);
@@ -237,7 +248,9 @@ impl FusedAttentionCall {
 /// instead of 2 decodes 1–3% faster, and KP 9 instead of 3 another 5% at 1k context, but costs
 /// the single-chunk steps ~1.7 µs per attention dispatch (through Dawn too), so they keep KP 3;
 /// KP 18 spills. Larger heads keep (3, 2): each of their invocations already holds a longer key
-/// row and more units per pass (not measured). Natively, `FUSELM_ATT_KP` (general),
+/// row and more units per pass (not measured). A workgroup of ATT_HG heads
+/// ([`FusedShape::attention_heads_per_group`]) takes KP / ATT_HG (at least 1): its passes load
+/// ATT_HG times the units (at 1B width with 4 heads, KP 1 beat 2 and 4 on an H200). Natively, `FUSELM_ATT_KP` (general),
 /// `FUSELM_ATT_KP_SINGLE` (1..18) and `FUSELM_ATT_VP` (1..16) override them for measurements.
 pub fn attention_preloads(s: &FusedShape, single: bool) -> (u32, u32) {
     let (kp, vp) = match (s.head_dim <= 64, single) {
