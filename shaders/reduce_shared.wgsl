@@ -60,22 +60,6 @@ fn wg_max4(lid: u32, v: vec4<f32>) -> vec4<f32> {
     return r;
 }
 
-// (max of a, sum of b) over the whole workgroup of 256; every invocation gets it.
-fn wg_max_sum(lid: u32, a: f32, b: f32) -> vec2<f32> {
-    red4[lid] = vec4<f32>(a, b, 0.0, 0.0);
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        workgroupBarrier();
-        if lid < s {
-            let o = red4[lid + s];
-            red4[lid] = vec4<f32>(max(red4[lid].x, o.x), red4[lid].y + o.y, 0.0, 0.0);
-        }
-    }
-    workgroupBarrier();
-    let r = red4[0].xy;
-    workgroupBarrier();
-    return r;
-}
-
 var<workgroup> best_red: array<vec2<u32>, 256>;
 
 // Whether candidate a = (f32 bits, id) beats b: larger value, lower id on ties; NONE loses.

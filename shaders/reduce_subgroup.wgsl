@@ -6,7 +6,6 @@
 // `reduce_shared.wgsl` defines the same functions with workgroup memory for every adapter.
 // Every function must be called in uniform control flow by the whole workgroup.
 
-var<workgroup> sg_part: array<vec2<f32>, 8>;
 var<workgroup> sg_part4: array<vec4<f32>, 8>;
 
 // Sum over aligned groups of `width` consecutive invocations (32, 64, 128 or 256: whole
@@ -68,22 +67,6 @@ fn wg_max4(lid: u32, v: vec4<f32>) -> vec4<f32> {
     var r = sg_part4[0];
     for (var i = 1u; i < 8u; i++) {
         r = max(r, sg_part4[i]);
-    }
-    workgroupBarrier();
-    return r;
-}
-
-// (max of a, sum of b) over the whole workgroup of 256; every invocation gets it.
-fn wg_max_sum(lid: u32, a: f32, b: f32) -> vec2<f32> {
-    let m = vec2<f32>(subgroupMax(a), subgroupAdd(b));
-    if lid % 32u == 0u {
-        sg_part[lid / 32u] = m;
-    }
-    workgroupBarrier();
-    var r = sg_part[0];
-    for (var i = 1u; i < 8u; i++) {
-        let o = sg_part[i];
-        r = vec2<f32>(max(r.x, o.x), r.y + o.y);
     }
     workgroupBarrier();
     return r;
