@@ -30,9 +30,13 @@ fn i8x4(v: u32) -> vec4<f32> {
 }
 
 // The four nibbles at bit `shift` of each byte of `v` (shift 0: low nibbles, 4: high nibbles).
-fn nibbles4(v: u32, shift: u32) -> vec4<f32> {
+fn nibbles4u(v: u32, shift: u32) -> vec4<u32> {
     let s = vec4<u32>(shift, shift + 8u, shift + 16u, shift + 24u);
-    return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(0xfu));
+    return (vec4<u32>(v) >> s) & vec4<u32>(0xfu);
+}
+
+fn nibbles4(v: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(nibbles4u(v, shift));
 }
 
 // The 2-bit fields of `v` at bits shift, shift + 8, shift + 16, shift + 24 (one per byte).
@@ -41,22 +45,24 @@ fn crumbs4(v: u32, shift: u32) -> vec4<f32> {
     return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(3u));
 }
 
+// Integer fields are combined as integers and converted once (one conversion per value, where
+// converting each field and adding them as floats cost a conversion and an add per field).
+
 // Four consecutive 2-bit fields of `v` from bit `first`.
-fn crumbs4_packed(v: u32, first: u32) -> vec4<f32> {
+fn crumbs4_packed_u(v: u32, first: u32) -> vec4<u32> {
     let s = vec4<u32>(first, first + 2u, first + 4u, first + 6u);
-    return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(3u));
+    return (vec4<u32>(v) >> s) & vec4<u32>(3u);
 }
 
 // Bits first..first+3 of `v`, each as 0 or 1.
-fn bits4(v: u32, first: u32) -> vec4<f32> {
+fn bits4u(v: u32, first: u32) -> vec4<u32> {
     let s = vec4<u32>(first, first + 1u, first + 2u, first + 3u);
-    return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(1u));
+    return (vec4<u32>(v) >> s) & vec4<u32>(1u);
 }
 
 // Bits first..first+3 of `v`, each as 0 or 16 (the fifth bit of a 5-bit quant).
-fn fifth_bits4(v: u32, first: u32) -> vec4<f32> {
-    let s = vec4<u32>(first, first + 1u, first + 2u, first + 3u);
-    return vec4<f32>(((vec4<u32>(v) >> s) & vec4<u32>(1u)) << vec4<u32>(4u));
+fn fifth_bits4u(v: u32, first: u32) -> vec4<u32> {
+    return bits4u(v, first) << vec4<u32>(4u);
 }
 
 // Linear workgroup index of a 1D grid that Rust folded into x/y when it exceeded

@@ -22,8 +22,8 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     let dl = d * f32(i32(sc) - 32);
     let lows = raw.z >> (16u * (s % 2u));
     let highs = raw.w >> (8u * (s % 4u));
-    let a = crumbs4_packed(lows, 0u) + 4.0 * bits4(highs, 0u) - 4.0;
-    let b = crumbs4_packed(lows, 8u) + 4.0 * bits4(highs, 4u) - 4.0;
+    let a = vec4<f32>(crumbs4_packed_u(lows, 0u) | (bits4u(highs, 0u) << vec4<u32>(2u))) - 4.0;
+    let b = vec4<f32>(crumbs4_packed_u(lows, 8u) | (bits4u(highs, 4u) << vec4<u32>(2u))) - 4.0;
     return W8(a * dl, b * dl);
 }
 

@@ -17,8 +17,8 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     let dm = unpack2x16float(raw.x);
     let s = u % 4u;
     let shift = 4u * (s >> 1u);
-    let a = nibbles4(raw.z, shift) + fifth_bits4(raw.y, 8u * s);
-    let b = nibbles4(raw.w, shift) + fifth_bits4(raw.y, 8u * s + 4u);
+    let a = vec4<f32>(nibbles4u(raw.z, shift) | fifth_bits4u(raw.y, 8u * s));
+    let b = vec4<f32>(nibbles4u(raw.w, shift) | fifth_bits4u(raw.y, 8u * s + 4u));
     return W8(a * dm.x + dm.y, b * dm.x + dm.y);
 }
 

@@ -24,8 +24,8 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     let d1 = dm.x * f32(pair & 0xffu);
     let m1 = dm.y * f32((pair >> 8u) & 0xffu);
     let fifth = 8u * (s % 4u);
-    let a = nibbles4(raw.z, 0u) + fifth_bits4(raw.w, fifth);
-    let b = nibbles4(raw.z, 4u) + fifth_bits4(raw.w, fifth + 4u);
+    let a = vec4<f32>(nibbles4u(raw.z, 0u) | fifth_bits4u(raw.w, fifth));
+    let b = vec4<f32>(nibbles4u(raw.z, 4u) | fifth_bits4u(raw.w, fifth + 4u));
     return W8(a * d1 - m1, b * d1 - m1);
 }
 
