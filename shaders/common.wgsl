@@ -35,8 +35,11 @@ fn nibbles4u(v: u32, shift: u32) -> vec4<u32> {
     return (vec4<u32>(v) >> s) & vec4<u32>(0xfu);
 }
 
+// Written out rather than as vec4<f32>(nibbles4u(..)): with that call, SmolLM2's fused gate/up
+// at 1k context went 10.5 -> 14.1 us per dispatch on an H200 (bench/NOTES.md, 2026-11-26).
 fn nibbles4(v: u32, shift: u32) -> vec4<f32> {
-    return vec4<f32>(nibbles4u(v, shift));
+    let s = vec4<u32>(shift, shift + 8u, shift + 16u, shift + 24u);
+    return vec4<f32>((vec4<u32>(v) >> s) & vec4<u32>(0xfu));
 }
 
 // The 2-bit fields of `v` at bits shift, shift + 8, shift + 16, shift + 24 (one per byte).

@@ -206,6 +206,24 @@ fn main(
     // Phase 2: gate/up rows, norm folded into the reduction; pass 0 uses the prefetched
     // weights, and each pass issues the next pass's loads before its own arithmetic and
     // reduction, so the passes wait on one memory round trip, not RPASS of them.
+    // HOIST (single-chunk steps with several passes): what every pass shares is computed once,
+    // this lane's units of x_mid scaled by norm_w and its share of sum(x_mid^2) (summed across
+    // the row's lanes with each pass's dot products). Elsewhere each pass computes them: hoisted
+    // in the general variant too, SmolLM2's gate/up at 1k context went 10.5 -> 14.1 us per
+    // dispatch on an H200 (bench/NOTES.md, 2026-11-26).
+    const HOIST: bool = SINGLE_CHUNK && RPASS > 1u;
+    var xw: array<W8, PER_LANE>;
+    var ss = 0.0;
+    if HOIST {
+        for (var j = 0u; j < PER_LANE; j++) {
+            let u = lane + j * LANES;
+            if u < UNITS {
+                let xv = W8(xm_sh[2u * u], xm_sh[2u * u + 1u]);
+                xw[j] = W8(xv.a * na[j].a, xv.b * na[j].b);
+                ss += dot8(xv, xv);
+            }
+        }
+    }
     for (var k = 0u; k < RPASS; k++) {
         let out_row = (block0 + k) * ROWS + lid / LANES;
         let row = min(out_row, N_FF - 1u);
@@ -219,18 +237,23 @@ fn main(
                 un[j] = wup_fetch(next, u, N_EMBD);
             }
         }
-        var acc = vec4<f32>(); // (gate dot, up dot, sum x_mid^2, 0)
+        var acc = vec4<f32>(0.0, 0.0, ss, 0.0); // (gate dot, up dot, sum x_mid^2, 0)
         for (var j = 0u; j < PER_LANE; j++) {
             let u = lane + j * LANES;
             if u < UNITS {
-                let xv = W8(xm_sh[2u * u], xm_sh[2u * u + 1u]);
-                let xw = W8(xv.a * na[j].a, xv.b * na[j].b);
-                acc += vec4<f32>(
-                    dot8(wgate_decode(gr[j], row, u, N_EMBD), xw),
-                    dot8(wup_decode(ur[j], row, u, N_EMBD), xw),
-                    dot8(xv, xv),
-                    0.0,
-                );
+                if HOIST {
+                    acc.x += dot8(wgate_decode(gr[j], row, u, N_EMBD), xw[j]);
+                    acc.y += dot8(wup_decode(ur[j], row, u, N_EMBD), xw[j]);
+                } else {
+                    let xv = W8(xm_sh[2u * u], xm_sh[2u * u + 1u]);
+                    let xwj = W8(xv.a * na[j].a, xv.b * na[j].b);
+                    acc += vec4<f32>(
+                        dot8(wgate_decode(gr[j], row, u, N_EMBD), xwj),
+                        dot8(wup_decode(ur[j], row, u, N_EMBD), xwj),
+                        dot8(xv, xv),
+                        0.0,
+                    );
+                }
             }
         }
         let t = row_sum4(lid, acc);

@@ -140,7 +140,10 @@ async fn run() {
     };
     let big: u64 = (1u64 << 30).min(d.limits().max_storage_buffer_binding_size);
     let quick = std::env::var("CHAINED_QUICK").is_ok();
-    let ctr = buf(4 * 32 * u64::from(P_LONG + 2), U::STORAGE | U::COPY_DST | U::COPY_SRC);
+    let ctr = buf(
+        4 * 32 * u64::from(P_LONG + 2),
+        U::STORAGE | U::COPY_DST | U::COPY_SRC,
+    );
     let state = buf(2 * 1024 * 16, U::STORAGE | U::COPY_DST);
     let weights = buf(if quick { 1 << 24 } else { big }, U::STORAGE);
     let mask = (weights.size() / 16 - 1) as u32;
@@ -196,8 +199,13 @@ async fn run() {
             if u64::from(P_LONG) * u64::from(g) > 65_535 {
                 continue;
             }
-            let per_phase: Vec<wgpu::BindGroup> = (0..P_LONG).map(|k| group(g, k, 1, 0, 0)).collect();
-            let chained = [group(g, 0, 0, 1, 0), group(g, 0, 1, 1, 0), group(g, 0, 1, 0, 1)];
+            let per_phase: Vec<wgpu::BindGroup> =
+                (0..P_LONG).map(|k| group(g, k, 1, 0, 0)).collect();
+            let chained = [
+                group(g, 0, 0, 1, 0),
+                group(g, 0, 1, 1, 0),
+                group(g, 0, 1, 0, 1),
+            ];
             // mode 0: dispatches; 1: chained; 2: chained + prefetch; 3: tagged + prefetch
             let time = |phases: u32, mode: usize| -> Run {
                 let mut enc = d.create_command_encoder(&Default::default());
