@@ -23,7 +23,8 @@
 //! the error flag (reported) instead of hanging. Message passing needs `@coherent` output
 //! (bench/grid_barrier); the litmus counts reads that saw a stale tag.
 //! µs per phase = (t(P long) − t(P short)) / (P long − P short), GPU timestamps, median of 5.
-//! Run: cargo run --release --example chained_phases
+//! Run: cargo run --release --example chained_phases (CHAINED_QUICK=1: two small grids and 16 MiB
+//! of weights, for a CPU adapter, where the chained modes time out by design).
 
 use fuselm::gpu::GpuContext;
 use wgpu::util::DeviceExt;
