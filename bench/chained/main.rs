@@ -26,7 +26,8 @@
 //! Run: cargo run --release --example chained_phases (CHAINED_QUICK=1: two small grids and 16 MiB
 //! of weights, for a CPU adapter, where the chained modes time out by design).
 
-use fuselm::gpu::GpuContext;
+use fuselm::gpu::{read_buffer, GpuContext};
+use fuselm::probe::timer::PassTimer;
 use wgpu::util::DeviceExt;
 
 const SRC: &str = r#"
@@ -148,14 +149,7 @@ async fn run() {
     let state = buf(2 * 1024 * 16, U::STORAGE | U::COPY_DST);
     let weights = buf(if quick { 1 << 24 } else { big }, U::STORAGE);
     let mask = (weights.size() / 16 - 1) as u32;
-    let qs = d.create_query_set(&wgpu::QuerySetDescriptor {
-        label: None,
-        ty: wgpu::QueryType::Timestamp,
-        count: 2,
-    });
-    let resolve = buf(16, U::QUERY_RESOLVE | U::COPY_SRC);
-    let readback = buf(32, U::MAP_READ | U::COPY_DST);
-    let period = f64::from(ctx.queue.get_timestamp_period());
+    let timer = PassTimer::new(&ctx);
     let grids: &[u32] = if quick { &[4, 16] } else { &[64, 128, 256] };
     let nvs: &[u32] = if quick { &[1] } else { &[1, 4] };
     println!("| G | weights per phase | mode | µs per phase (median of 5) | min..max | timeouts | stale reads | max spins |");
@@ -207,44 +201,35 @@ async fn run() {
                 group(g, 0, 1, 1, 0),
                 group(g, 0, 1, 0, 1),
             ];
+            let (ctx, ctr, state, timer) = (&ctx, &ctr, &state, &timer);
+            let (pipeline, per_phase, chained) = (&pipeline, &per_phase, &chained);
             // mode 0: dispatches; 1: chained; 2: chained + prefetch; 3: tagged + prefetch
-            let time = |phases: u32, mode: usize| -> Run {
-                let mut enc = d.create_command_encoder(&Default::default());
-                enc.clear_buffer(&ctr, 0, None);
-                enc.clear_buffer(&state, 0, None);
-                {
-                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: None,
-                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                            query_set: &qs,
-                            beginning_of_pass_write_index: Some(0),
-                            end_of_pass_write_index: Some(1),
-                        }),
-                    });
-                    pass.set_pipeline(&pipeline);
-                    if mode == 0 {
-                        for bg in &per_phase[..phases as usize] {
-                            pass.set_bind_group(0, bg, &[]);
-                            pass.dispatch_workgroups(g, 1, 1);
+            let time = |phases: u32, mode: usize| async move {
+                ctx.queue
+                    .write_buffer(ctr, 0, &vec![0; ctr.size() as usize]);
+                ctx.queue
+                    .write_buffer(state, 0, &vec![0; state.size() as usize]);
+                let t = timer
+                    .time_pass(ctx, |pass| {
+                        pass.set_pipeline(pipeline);
+                        if mode == 0 {
+                            for bg in &per_phase[..phases as usize] {
+                                pass.set_bind_group(0, bg, &[]);
+                                pass.dispatch_workgroups(g, 1, 1);
+                            }
+                        } else {
+                            pass.set_bind_group(0, &chained[mode - 1], &[]);
+                            pass.dispatch_workgroups(phases * g, 1, 1);
                         }
-                    } else {
-                        pass.set_bind_group(0, &chained[mode - 1], &[]);
-                        pass.dispatch_workgroups(phases * g, 1, 1);
-                    }
-                }
-                enc.resolve_query_set(&qs, 0..2, &resolve, 0);
-                enc.copy_buffer_to_buffer(&resolve, 0, &readback, 0, 16);
-                enc.copy_buffer_to_buffer(&ctr, 0, &readback, 16, 16);
-                ctx.queue.submit([enc.finish()]);
-                let slice = readback.slice(..);
-                slice.map_async(wgpu::MapMode::Read, |_| {});
-                d.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
-                let bytes = slice.get_mapped_range().expect("mapped").to_vec();
-                readback.unmap();
-                let t: &[u64] = bytemuck::cast_slice(&bytes[..16]);
-                let s: &[u32] = bytemuck::cast_slice(&bytes[16..]);
+                    })
+                    .await
+                    .expect("timed pass");
+                let bytes = read_buffer(d, &ctx.queue, ctr, 0, 16)
+                    .await
+                    .expect("readback");
+                let s: &[u32] = bytemuck::cast_slice(&bytes);
                 Run {
-                    micros: (t[1] - t[0]) as f64 * period / 1000.0,
+                    micros: t.gpu.expect("GPU timestamps") * 1e6,
                     error: s[0],
                     violations: s[1],
                     max_spins: s[2],
@@ -260,8 +245,8 @@ async fn run() {
                 let mut per = Vec::new();
                 let (mut errors, mut violations, mut spins) = (0, 0u64, 0);
                 for _ in 0..5 {
-                    let short = time(P_SHORT, mode);
-                    let long = time(P_LONG, mode);
+                    let short = time(P_SHORT, mode).await;
+                    let long = time(P_LONG, mode).await;
                     per.push((long.micros - short.micros) / f64::from(P_LONG - P_SHORT));
                     errors += short.error + long.error;
                     violations += u64::from(short.violations) + u64::from(long.violations);

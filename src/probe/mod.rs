@@ -8,7 +8,7 @@
 mod bench;
 mod describe;
 mod report;
-pub(crate) mod timer;
+pub mod timer;
 #[cfg(target_arch = "wasm32")]
 mod web_info;
 
