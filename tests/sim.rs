@@ -210,6 +210,84 @@ gpu_test!(
     calls_see_their_own_parameters
 );
 
+/// An MLP's hidden layer spread over a subgroup's lanes gives the same fitness as one lane
+/// per member, under both strategies, for every lane count the device takes (lavapipe: up to 8;
+/// none beyond 1 in the browser's SwiftShader), hidden sizes that are and are not a multiple
+/// of the lanes; a lane count the device cannot take is refused with a typed error.
+async fn lanes_change_no_result() {
+    let ctx = GpuContext::new().await.expect("gpu");
+    let cases = [
+        (Env::Pendulum, 16, 200),
+        (Env::CartPole, 16, 300),
+        (Env::Acrobot, 8, 100),
+        (Env::MountainCar, 5, 200),
+    ];
+    let mut spread = 0;
+    for (i, (env, hidden, episode_length)) in cases.into_iter().enumerate() {
+        let spec = PopulationSpec {
+            env: env.clone(),
+            policy: Policy::Mlp { hidden },
+            population: 100,
+            episode_length,
+            seed: 40 + i as u32,
+        };
+        let p = params(
+            (spec.population * spec.parameters()) as usize,
+            30 + i as u32,
+            1.0,
+        );
+        let one = PopulationEvaluator::with_lanes(&ctx, &spec, 1)
+            .await
+            .expect("one lane");
+        assert_eq!(one.lanes(), 1);
+        let want = one
+            .evaluate(&ctx, &p, spec.seed, SimStrategy::Fused)
+            .await
+            .expect("fused");
+        let cpu = evaluate_cpu(&spec, &p).expect("cpu");
+        assert!(agreement(&cpu, &want).0 >= 0.95, "{env:?}: one lane vs CPU");
+        for lanes in [2, 4, 8, 16, 32] {
+            let eval = match PopulationEvaluator::with_lanes(&ctx, &spec, lanes).await {
+                Ok(e) => e,
+                Err(e) => {
+                    assert_eq!(e.kind().as_str(), "invalid-argument", "{e}");
+                    continue;
+                }
+            };
+            spread += 1;
+            for strategy in [SimStrategy::Fused, SimStrategy::Unfused] {
+                let got = eval
+                    .evaluate(&ctx, &p, spec.seed, strategy)
+                    .await
+                    .expect("split");
+                let identical = want.iter().zip(&got).filter(|(a, b)| a == b).count();
+                println!("{env:?} hidden {hidden}, {lanes} lanes, {strategy:?}: {identical} of 100 identical to one lane");
+                assert!(
+                    agreement(&want, &got).0 >= 0.95,
+                    "{env:?} {lanes} lanes {strategy:?}"
+                );
+            }
+        }
+    }
+    // Natively (lavapipe, NVIDIA) subgroups have a fixed size and the split ran.
+    if !cfg!(target_arch = "wasm32") && ctx.fixed_subgroup_size().is_some_and(|s| s > 1) {
+        assert!(spread > 0, "no split ran");
+    }
+    let linear = PopulationSpec {
+        env: Env::Pendulum,
+        policy: Policy::Linear,
+        population: 10,
+        episode_length: 10,
+        seed: 1,
+    };
+    let err = match PopulationEvaluator::with_lanes(&ctx, &linear, 2).await {
+        Ok(_) => panic!("a linear policy took 2 lanes"),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind().as_str(), "invalid-argument", "{err}");
+}
+gpu_test!(lanes_per_member_change_no_result, lanes_change_no_result);
+
 /// Bad input gets a typed error and leaves the evaluator usable.
 async fn bad_input_is_refused() {
     let ctx = GpuContext::new().await.expect("gpu");

@@ -1,9 +1,9 @@
 //! `fuselm sim-bench [--runs N] [--populations 1000,10000] [--episodes 200,500,1500]
-//! [--envs pendulum,acrobot] [--out FILE]`: population rollouts, fused vs unfused side by side
+//! [--envs pendulum,acrobot] [--policy mlp:16] [--lanes 1,4,16] [--out FILE]`: population rollouts, fused vs unfused side by side
 //! (`fuselm::sim::bench`), with the adapter report, date and commit.
 
 use fuselm::sim::bench::{sim_bench, SimBenchOptions};
-use fuselm::sim::Env;
+use fuselm::sim::{Env, Policy};
 use std::error::Error;
 use std::path::PathBuf;
 
@@ -21,6 +21,12 @@ pub struct SimBenchArgs {
     /// Environments: cartpole, acrobot, mountain-car, pendulum.
     #[arg(long, value_delimiter = ',', default_values_t = ["pendulum".to_string(), "acrobot".to_string()])]
     envs: Vec<String>,
+    /// Policy: linear, mlp:H (tanh MLP with H hidden units) or rnn:H.
+    #[arg(long, default_value = "mlp:16")]
+    policy: String,
+    /// Invocations per member to compare, comma-separated (default: the planner's choice).
+    #[arg(long, value_delimiter = ',')]
+    lanes: Option<Vec<u32>>,
     /// Write the JSON here (else stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -42,14 +48,21 @@ async fn run_async(args: SimBenchArgs) -> Result<(), Box<dyn Error>> {
             other => Err(format!("unknown environment {other}")),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let policy = match args.policy.split_once(':') {
+        None if args.policy == "linear" => Policy::Linear,
+        Some(("mlp", h)) => Policy::Mlp { hidden: h.parse()? },
+        Some(("rnn", h)) => Policy::Recurrent { hidden: h.parse()? },
+        _ => return Err(format!("unknown policy {} (linear, mlp:H, rnn:H)", args.policy).into()),
+    };
     let adapter = fuselm::probe::probe(&fuselm::probe::ProbeOptions::default()).await?;
     let ctx = fuselm::gpu::GpuContext::new().await?;
     let options = SimBenchOptions {
         envs: Some(envs),
-        policy: None,
+        policy: Some(policy),
         populations: Some(args.populations),
         episode_lengths: Some(args.episodes),
         runs: Some(args.runs),
+        lanes: args.lanes,
     };
     let report = sim_bench(&ctx, &options).await?;
     let out = serde_json::json!({
