@@ -4,31 +4,15 @@
 // tanh(W1 obs + b1) + b2. Recurrent (RNN > 0): h = tanh(Wx obs + Wh h + b), out = Wo h + bo,
 // h kept in `ph` from step to step (the kernel zeroes it at the episode's start with
 // `policy_reset`, and the unfused kernel saves it between dispatches). Weights row-major, each
-// layer's bias after its matrix. N_OBS, N_OUT, HIDDEN, RNN, DISCRETE, LANES, HPL are prepended;
-// `params` is declared by the kernel.
+// layer's bias after its matrix. N_OBS, N_OUT, HIDDEN, RNN, DISCRETE are prepended; `params` is
+// declared by the kernel.
 //
-// The kernel first copies the member's parameters into private memory (registers) with
+// The kernel first copies the member's parameters into `pp` (private memory: registers) with
 // `policy_load` when they fit (PRIVATE_PARAMS: at most 256 floats), so a fused episode reads
 // them from memory once instead of at every step; `base` then is 0.
-//
-// An MLP's hidden layer may be spread over LANES consecutive invocations of one subgroup
-// (`policy_lanes`): lane l computes hidden units l, l + LANES, ... (HPL of them, W1's rows in
-// `pw1`), and `policy_gather` (sim_policy_gather_*.wgsl) hands every lane all HIDDEN units, so
-// each lane then computes the same output layer, action and environment step. Each unit and
-// each output is summed in the same order as with one lane, so LANES never changes a result.
 
-var<private> pp: array<f32, PP_LEN>;   // linear / recurrent: every parameter; MLP: W2, b2
-var<private> pw1: array<f32, PW1_LEN>; // MLP: this lane's rows of W1, each followed by its b1
+var<private> pp: array<f32, PP_LEN>;
 var<private> ph: array<f32, RNN_LEN>;
-var<private> plane: u32; // this invocation's lane within its member's LANES
-var<private> psg0: u32;  // the subgroup invocation id of its member's lane 0
-
-// `local` is the invocation's index in its workgroup: with subgroups of a fixed SG_SIZE made of
-// consecutive invocations, its subgroup invocation id is local % SG_SIZE.
-fn policy_lanes(local: u32, lane: u32) {
-    plane = lane;
-    psg0 = local % SG_SIZE - lane;
-}
 
 fn policy_reset() {
     for (var i = 0u; i < RNN_LEN; i++) {
@@ -37,27 +21,10 @@ fn policy_reset() {
 }
 
 fn policy_load(base: u32) {
-    if !PRIVATE_PARAMS {
-        return;
-    }
-    if HIDDEN == 0u {
+    if PRIVATE_PARAMS {
         for (var i = 0u; i < N_PARAMS; i++) {
             pp[i] = params[base + i];
         }
-        return;
-    }
-    for (var k = 0u; k < HPL; k++) {
-        let r = plane + k * LANES;
-        for (var j = 0u; j <= N_OBS; j++) {
-            var v = 0.0;
-            if r < HIDDEN {
-                v = params[base + select(r * N_OBS + j, HIDDEN * N_OBS + r, j == N_OBS)];
-            }
-            pw1[k * (N_OBS + 1u) + j] = v;
-        }
-    }
-    for (var i = 0u; i < PP_LEN; i++) {
-        pp[i] = params[base + HIDDEN * (N_OBS + 1u) + i];
     }
 }
 
@@ -66,28 +33,6 @@ fn param(i: u32) -> f32 {
         return pp[i];
     }
     return params[i];
-}
-
-// The MLP's weights: W1[r][j] (k: r's slot in this lane), b1[r], and the output layer's i-th.
-fn mlp_w1(base: u32, k: u32, r: u32, j: u32) -> f32 {
-    if PRIVATE_PARAMS {
-        return pw1[k * (N_OBS + 1u) + j];
-    }
-    return params[base + r * N_OBS + j];
-}
-
-fn mlp_b1(base: u32, k: u32, r: u32) -> f32 {
-    if PRIVATE_PARAMS {
-        return pw1[k * (N_OBS + 1u) + N_OBS];
-    }
-    return params[base + HIDDEN * N_OBS + r];
-}
-
-fn mlp_out(base: u32, i: u32) -> f32 {
-    if PRIVATE_PARAMS {
-        return pp[i];
-    }
-    return params[base + HIDDEN * (N_OBS + 1u) + i];
 }
 
 fn policy_act(base: u32, obs: array<f32, OBS_LEN>) -> f32 {
@@ -125,22 +70,21 @@ fn policy_act(base: u32, obs: array<f32, OBS_LEN>) -> f32 {
             out[r] = acc + param(base + N_OUT * N_OBS + r);
         }
     } else {
-        var mine: array<f32, HPL_LEN>;
-        for (var k = 0u; k < HPL; k++) {
-            let r = plane + k * LANES;
+        var hid: array<f32, HIDDEN_LEN>;
+        for (var r = 0u; r < HIDDEN; r++) {
             var acc = 0.0;
             for (var j = 0u; j < N_OBS; j++) {
-                acc += mlp_w1(base, k, r, j) * obs[j];
+                acc += param(base + r * N_OBS + j) * obs[j];
             }
-            mine[k] = sim_tanh(acc + mlp_b1(base, k, r));
+            hid[r] = sim_tanh(acc + param(base + HIDDEN * N_OBS + r));
         }
-        let hid = policy_gather(mine);
+        let b2 = base + HIDDEN * N_OBS + HIDDEN;
         for (var r = 0u; r < N_OUT; r++) {
             var acc = 0.0;
             for (var j = 0u; j < HIDDEN; j++) {
-                acc += mlp_out(base, r * HIDDEN + j) * hid[j];
+                acc += param(b2 + r * HIDDEN + j) * hid[j];
             }
-            out[r] = acc + mlp_out(base, N_OUT * HIDDEN + r);
+            out[r] = acc + param(b2 + N_OUT * HIDDEN + r);
         }
     }
     if DISCRETE {

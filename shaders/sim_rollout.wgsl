@@ -1,7 +1,6 @@
-// Fused simulation: LANES invocations per member (1 unless the policy's hidden layer is
-// spread over a subgroup's lanes, sim_policy.wgsl) run its whole episode — observe, act, step,
-// p.episode times at most — inside one dispatch for the whole population, and its lane 0
-// writes its fitness (total reward, steps). With RASTRIGIN the member's parameters are the point and the
+// Fused simulation: one invocation per member runs its whole episode — observe, act, step,
+// p.episode times at most — inside one dispatch for the whole population, and writes its
+// fitness (total reward, steps). With RASTRIGIN the member's parameters are the point and the
 // fitness is -f(x) after one evaluation. The environment (sim_env_*.wgsl), the policy
 // (sim_policy.wgsl) and the constants are prepended by `sim::gpu`.
 
@@ -28,14 +27,11 @@ fn rastrigin(base: u32) -> f32 {
 }
 
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-    let invocation = gid.x + gid.y * nwg.x * 64u;
-    let member = invocation / LANES;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let member = gid.x + gid.y * nwg.x * 64u;
     if member >= POPULATION {
         return;
     }
-    policy_lanes(local, invocation % LANES);
     let base = member * N_PARAMS;
     if RASTRIGIN {
         fitness[member] = vec2<u32>(bitcast<u32>(-rastrigin(base)), 1u);
@@ -57,7 +53,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             break;
         }
     }
-    if plane == 0u {
-        fitness[member] = vec2<u32>(bitcast<u32>(total), steps);
-    }
+    fitness[member] = vec2<u32>(bitcast<u32>(total), steps);
 }

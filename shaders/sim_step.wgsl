@@ -1,11 +1,8 @@
-// Unfused simulation, the baseline: one dispatch advances every member by ONE step (LANES
-// invocations per member, as in sim_rollout.wgsl), as a framework stepping a vectorised
-// environment does; the host records one per step of the episode. Each member's running state
-// lives in `state` between dispatches, STRIDE = STATE_LEN + 4 + RNN floats: (s[0..STATE_LEN],
-// total reward, steps, done (1.0 / 0.0), pad, a recurrent policy's h[0..RNN]); steps are
-// counted in f32, exact below 2^24. The first dispatch (p.first = 1) also draws the initial
-// state. Same environment, policy and arithmetic as sim_rollout.wgsl, so both give identical
-// results.
+// Unfused simulation, the baseline: one dispatch advances every member by ONE step, as a
+// framework stepping a vectorised environment does; the host records one per step of the episode. Each
+// member's running state lives in `state` between dispatches, STRIDE = STATE_LEN + 4 + RNN floats:
+// (s[0..STATE_LEN], total reward, steps, done (1.0 / 0.0), pad, a recurrent policy's h[0..RNN]); steps are counted in f32, exact below 2^24. The first dispatch (p.first = 1) also draws the initial state. Same environment,
+// policy and arithmetic as sim_rollout.wgsl, so both give identical results.
 
 struct Params {
     seed: u32,
@@ -19,14 +16,11 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> state: array<f32>;      // [population, STRIDE]
 
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-    let invocation = gid.x + gid.y * nwg.x * 64u;
-    let member = invocation / LANES;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let member = gid.x + gid.y * nwg.x * 64u;
     if member >= POPULATION {
         return;
     }
-    policy_lanes(local, invocation % LANES);
     let at = member * STRIDE;
     let bk = at + STATE_LEN; // bookkeeping: total, steps, done
     var s: array<f32, STATE_LEN>;
@@ -51,11 +45,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     policy_load(member * N_PARAMS);
     let pbase = select(member * N_PARAMS, 0u, PRIVATE_PARAMS);
     let r = env_step(s, policy_act(pbase, env_observe(s)));
-    // Every lane of the member has the same result; lane 0 stores it. (The others read the
-    // state they need before the policy's gather, which lane 0 reaches only after them.)
-    if plane != 0u {
-        return;
-    }
     for (var i = 0u; i < STATE_LEN; i++) {
         state[at + i] = r.s[i];
     }

@@ -57,9 +57,6 @@ pub const KV_F32: &str = include_str!("../shaders/kv_f32.wgsl");
 pub const KV_F16: &str = include_str!("../shaders/kv_f16.wgsl");
 pub const SIM_COMMON: &str = include_str!("../shaders/sim_common.wgsl");
 pub const SIM_POLICY: &str = include_str!("../shaders/sim_policy.wgsl");
-pub const SIM_POLICY_GATHER_ONE: &str = include_str!("../shaders/sim_policy_gather_one.wgsl");
-pub const SIM_POLICY_GATHER_SUBGROUP: &str =
-    include_str!("../shaders/sim_policy_gather_subgroup.wgsl");
 pub const SIM_ROLLOUT: &str = include_str!("../shaders/sim_rollout.wgsl");
 pub const SIM_STEP: &str = include_str!("../shaders/sim_step.wgsl");
 pub const SIM_ENV_CARTPOLE: &str = include_str!("../shaders/sim_env_cartpole.wgsl");

@@ -145,21 +145,11 @@ impl GpuContext {
     /// consecutive invocations is one subgroup. Natively, `FUSELM_NO_SUBGROUPS=1` turns them
     /// off (to compare both paths on one device).
     pub fn subgroups32(&self) -> bool {
-        self.fixed_subgroup_size() == Some(32)
-    }
-
-    /// The subgroup size when the device has subgroups and they always have that one size, so
-    /// that invocation i of a one-dimensional workgroup is lane i % size of its subgroup (None
-    /// without subgroups, with sizes that vary, and in browsers unless they are 32 wide, the
-    /// one size fuselm has checked there). `FUSELM_NO_SUBGROUPS=1` natively: None.
-    pub fn fixed_subgroup_size(&self) -> Option<u32> {
         #[cfg(not(target_arch = "wasm32"))]
         if std::env::var_os("FUSELM_NO_SUBGROUPS").is_some_and(|v| !v.is_empty() && v != "0") {
-            return None;
+            return false;
         }
-        let (min, max) = (self.info.subgroup_min_size, self.info.subgroup_max_size);
-        let checked = !cfg!(target_arch = "wasm32") || min == 32;
-        (self.subgroups && min == max && min.is_power_of_two() && checked).then_some(min)
+        self.subgroups && self.info.subgroup_min_size == 32 && self.info.subgroup_max_size == 32
     }
 
     /// The WGSL `enable` line that subgroup operations need: browsers' WGSL compilers require

@@ -31,10 +31,6 @@ pub struct SimBenchOptions {
     /// Measured runs per configuration and strategy (default 5).
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub runs: Option<u32>,
-    /// Invocations per member to compare, each with both strategies (default: the planner's
-    /// choice alone). Values the policy or adapter cannot take are skipped.
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
-    pub lanes: Option<Vec<u32>>,
 }
 
 /// One configuration under one strategy.
@@ -51,8 +47,6 @@ pub struct SimBenchRow {
     /// Member-steps per second at the median (population × mean steps taken / time).
     pub steps_per_second: f64,
     pub dispatches_per_generation: u32,
-    /// Invocations per member (both strategies use the same).
-    pub lanes: u32,
     /// Median generations/s over the unfused strategy's, same configuration.
     pub speedup_vs_unfused: f64,
     /// Fraction of members whose fitness is identical under both strategies (GPU compilers may
@@ -93,70 +87,54 @@ pub async fn sim_bench(ctx: &GpuContext, options: &SimBenchOptions) -> Result<Si
                     seed: 1,
                 };
                 let params = bench_params((population * spec.parameters()) as usize);
-                let evals = match &options.lanes {
-                    None => vec![PopulationEvaluator::new(ctx, &spec).await?],
-                    Some(lanes) => {
-                        let mut evals = Vec::new();
-                        for &l in lanes {
-                            // Skipped where the policy or adapter cannot take `l` lanes.
-                            if let Ok(e) = PopulationEvaluator::with_lanes(ctx, &spec, l).await {
-                                evals.push(e);
-                            }
-                        }
-                        evals
+                let eval = PopulationEvaluator::new(ctx, &spec).await?;
+                let mut results = Vec::new();
+                for strategy in [SimStrategy::Unfused, SimStrategy::Fused] {
+                    let fitness = eval.evaluate(ctx, &params, 1, strategy).await?; // warm-up
+                    let mut times = Vec::new();
+                    for run in 0..runs {
+                        let t0 = now_seconds();
+                        eval.evaluate(ctx, &params, 2 + run, strategy).await?;
+                        times.push(now_seconds() - t0);
                     }
-                };
-                for eval in &evals {
-                    let mut results = Vec::new();
-                    for strategy in [SimStrategy::Unfused, SimStrategy::Fused] {
-                        let fitness = eval.evaluate(ctx, &params, 1, strategy).await?; // warm-up
-                        let mut times = Vec::new();
-                        for run in 0..runs {
-                            let t0 = now_seconds();
-                            eval.evaluate(ctx, &params, 2 + run, strategy).await?;
-                            times.push(now_seconds() - t0);
-                        }
-                        let steps: u64 = fitness.iter().map(|f| u64::from(f.steps)).sum();
-                        let gens = Spread::of(times.iter().map(|t| 1.0 / t).collect());
-                        results.push((strategy, gens, steps, fitness, eval.dispatches(strategy)));
-                    }
-                    let base = results[0].1.median;
-                    let same = results[0]
-                        .3
-                        .iter()
-                        .zip(&results[1].3)
-                        .filter(|(a, b)| a == b)
-                        .count() as f64
-                        / f64::from(population);
-                    for (strategy, gens, steps, _, dispatches) in results {
-                        rows.push(SimBenchRow {
-                            env: env.clone(),
-                            policy,
-                            population,
-                            episode_length,
-                            strategy,
-                            steps_per_second: steps as f64 * gens.median,
-                            speedup_vs_unfused: gens.median / base,
-                            generations_per_second: gens,
-                            dispatches_per_generation: dispatches,
-                            lanes: eval.lanes(),
-                            identical_fraction: same,
-                        });
-                    }
+                    let steps: u64 = fitness.iter().map(|f| u64::from(f.steps)).sum();
+                    let gens = Spread::of(times.iter().map(|t| 1.0 / t).collect());
+                    results.push((strategy, gens, steps, fitness, eval.dispatches(strategy)));
+                }
+                let base = results[0].1.median;
+                let same = results[0]
+                    .3
+                    .iter()
+                    .zip(&results[1].3)
+                    .filter(|(a, b)| a == b)
+                    .count() as f64
+                    / f64::from(population);
+                for (strategy, gens, steps, _, dispatches) in results {
+                    rows.push(SimBenchRow {
+                        env: env.clone(),
+                        policy,
+                        population,
+                        episode_length,
+                        strategy,
+                        steps_per_second: steps as f64 * gens.median,
+                        speedup_vs_unfused: gens.median / base,
+                        generations_per_second: gens,
+                        dispatches_per_generation: dispatches,
+                        identical_fraction: same,
+                    });
                 }
             }
         }
     }
     let mut md = String::from(
-        "| env | population | steps | lanes | strategy | generations/s (min–max) | member-steps/s | dispatches | × unfused | identical fitness |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| env | population | steps | strategy | generations/s (min–max) | member-steps/s | dispatches | × unfused | identical fitness |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in &rows {
         md.push_str(&format!(
-            "| {:?} | {} | {} | {} | {:?} | {:.1} ({:.1}–{:.1}) | {:.3e} | {} | {:.1} | {:.1}% |\n",
+            "| {:?} | {} | {} | {:?} | {:.1} ({:.1}–{:.1}) | {:.3e} | {} | {:.1} | {:.1}% |\n",
             r.env,
             r.population,
             r.episode_length,
-            r.lanes,
             r.strategy,
             r.generations_per_second.median,
             r.generations_per_second.min,

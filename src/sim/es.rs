@@ -204,7 +204,6 @@ impl EsKernels {
         // The population's size against the binding limit: checked by PopulationEvaluator::new.
         let rollout = eval.bind_rollout(ctx, spec.seed, &params, &fitness)?;
         let members = PopulationEvaluator::groups(ctx, pop)?;
-        let rollout_groups = eval.rollout_groups(ctx)?;
         let per_param = PopulationEvaluator::groups(ctx, n)?;
         let mut calls = Vec::new();
         for gen in 0..o.generations {
@@ -226,7 +225,7 @@ impl EsKernels {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             for [perturb, rank, update] in &calls {
                 perturb.dispatch(&mut pass, members);
-                rollout.dispatch(&mut pass, rollout_groups);
+                rollout.dispatch(&mut pass, members);
                 rank.dispatch(&mut pass, members);
                 update.dispatch(&mut pass, per_param);
             }

@@ -48,8 +48,6 @@ pub struct PopulationEvaluator {
     spec: PopulationSpec,
     /// The constants every simulation kernel of this spec starts with.
     prelude: String,
-    /// Invocations per member (`policy_lanes`).
-    lanes: u32,
     fused: Pipeline,
     /// The population's buffers, allocated once: `evaluate` writes the parameters into them
     /// (one `writeBuffer`) instead of creating buffers per call, which browsers free only when
@@ -100,26 +98,6 @@ impl PopulationEvaluator {
     /// Compiles both strategies' kernels for `spec` (the seed is taken per call).
     pub async fn new(ctx: &GpuContext, spec: &PopulationSpec) -> Result<Self> {
         spec.validate()?;
-        let lanes = policy_lanes(spec, ctx.fixed_subgroup_size());
-        Self::build(ctx, spec, lanes).await
-    }
-
-    /// As [`PopulationEvaluator::new`] with `lanes` invocations per member instead of the
-    /// planner's choice (tests and measurements compare them): a power of two, at most the
-    /// device's fixed subgroup size and the MLP's hidden units rounded up to a power of two;
-    /// 1 for other policies. Results never depend on it.
-    pub async fn with_lanes(ctx: &GpuContext, spec: &PopulationSpec, lanes: u32) -> Result<Self> {
-        spec.validate()?;
-        let most = max_lanes(spec, ctx.fixed_subgroup_size());
-        if !lanes.is_power_of_two() || lanes > most {
-            return Err(FuselmError::InvalidArgument(format!(
-                "lanes per member: {lanes} is not a power of two from 1 to {most} (this policy on this device)"
-            )));
-        }
-        Self::build(ctx, spec, lanes).await
-    }
-
-    async fn build(ctx: &GpuContext, spec: &PopulationSpec, lanes: u32) -> Result<Self> {
         let hidden = match spec.policy {
             Policy::Mlp { hidden } => hidden,
             Policy::Linear | Policy::Recurrent { .. } => 0,
@@ -128,28 +106,8 @@ impl PopulationEvaluator {
         // Parameters kept in registers for the whole episode when they are few (the policy's;
         // Rastrigin's point is read where it is).
         let private = spec.parameters() <= 256 && !matches!(spec.env, Env::Rastrigin { .. });
-        let sg = ctx.fixed_subgroup_size();
-        let hpl = hidden.div_ceil(lanes);
-        let obs = spec.env.observations();
-        let pp_len = match (private, hidden) {
-            (false, _) => 1,
-            (true, 0) => spec.parameters(),
-            (true, h) => spec.env.outputs() * (h + 1),
-        };
-        let pw1_len = if private && hidden > 0 {
-            hpl * (obs + 1)
-        } else {
-            1
-        };
-        // Subgroup operations need `enable` in browsers, and their uniformity rule off: a
-        // member's lanes shuffle inside the episode loop, after members that ended have left it.
-        let directives = if lanes > 1 && cfg!(target_arch = "wasm32") {
-            "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n"
-        } else {
-            ""
-        };
         let prelude = format!(
-            "{directives}const POPULATION: u32 = {pop}u;
+            "const POPULATION: u32 = {pop}u;
 const N_PARAMS: u32 = {np}u;
 const N_OBS: u32 = {obs}u;
 const N_OUT: u32 = {out}u;
@@ -166,21 +124,16 @@ const STRIDE: u32 = {stride}u;
 const RNN: u32 = {rnn}u;
 const RNN_LEN: u32 = {rnn_len}u;
 const ACTION_SCALE: f32 = {scale:?};
-const LANES: u32 = {lanes}u;
-const HPL: u32 = {hpl}u;
-const HPL_LEN: u32 = {hpl_len}u;
-const PW1_LEN: u32 = {pw1_len}u;
-const SG_SIZE: u32 = {sg_size}u;
 ",
             pop = spec.population,
             np = spec.parameters(),
-            hpl_len = hpl.max(1),
-            sg_size = sg.unwrap_or(1),
+            obs = spec.env.observations(),
             out = spec.env.outputs(),
             hidden_len = hidden.max(1),
             discrete = spec.env.discrete(),
             rastrigin = matches!(spec.env, Env::Rastrigin { .. }),
             private = private,
+            pp_len = if private { spec.parameters() } else { 1 },
             state_len = spec.env.state_len(),
             obs_len = spec.env.obs_len(),
             out_len = spec.env.outputs().max(1),
@@ -196,11 +149,6 @@ const SG_SIZE: u32 = {sg_size}u;
                 kernel,
                 env_source(&spec.env),
                 shaders::SIM_POLICY,
-                if lanes > 1 {
-                    shaders::SIM_POLICY_GATHER_SUBGROUP
-                } else {
-                    shaders::SIM_POLICY_GATHER_ONE
-                },
             ])
         };
         let slots = [Slot::Uniform, Slot::Read, Slot::ReadWrite];
@@ -270,7 +218,6 @@ const SG_SIZE: u32 = {sg_size}u;
         let upload = std::sync::Arc::new(std::sync::Mutex::new(Some(upload)));
         Ok(Self {
             spec: spec.clone(),
-            lanes,
             prelude: prelude.clone(),
             fused,
             buffers: Buffers {
@@ -313,16 +260,6 @@ const SG_SIZE: u32 = {sg_size}u;
             },
             &[params, fitness],
         )
-    }
-
-    /// Invocations per member in both strategies' kernels.
-    pub fn lanes(&self) -> u32 {
-        self.lanes
-    }
-
-    /// The workgroup grid of both strategies' kernels: `lanes` invocations per member.
-    pub(crate) fn rollout_groups(&self, ctx: &GpuContext) -> Result<[u32; 3]> {
-        Self::groups(ctx, u64::from(self.spec.population) * u64::from(self.lanes))
     }
 
     /// The workgroup grid covering `n` invocations of 64.
@@ -370,7 +307,8 @@ const SG_SIZE: u32 = {sg_size}u;
             }
             None => ctx.queue.write_buffer(&self.buffers.params, 0, bytes),
         }
-        let groups = self.rollout_groups(ctx)?;
+        let (x, y) = grid(pop.div_ceil(u64::from(WORKGROUP)), max_groups(ctx))?;
+        let groups = [x, y, 1];
         let rastrigin = matches!(self.spec.env, Env::Rastrigin { .. });
         let calls = &self.buffers.calls;
         for (uniform, first) in [
@@ -444,36 +382,6 @@ const SG_SIZE: u32 = {sg_size}u;
                 }
             })
             .collect())
-    }
-}
-
-/// Invocations per member: an MLP's hidden layer spread over that many lanes of a subgroup
-/// (`shaders/sim_policy.wgsl`) where subgroups have one known size `sg`, else 1. A member's
-/// episode is a chain of dependent steps; with one invocation per member, 1,000 members fill a
-/// few of a large GPU's SMs and each step waits on HIDDEN tanh units computed one after another.
-/// Lanes cut that chain, but every lane repeats the environment's step, so larger populations
-/// take fewer. Natively `FUSELM_SIM_LANES` sets it (a power of two up to the subgroup size, for
-/// measurements).
-pub fn policy_lanes(spec: &PopulationSpec, sg: Option<u32>) -> u32 {
-    let most = max_lanes(spec, sg);
-    if let Some(l) = crate::kernels::knob("FUSELM_SIM_LANES", |l| l.is_power_of_two() && l <= most)
-    {
-        return l;
-    }
-    // Up to 16 lanes while the population's invocations stay within 16,384.
-    let mut lanes = 1;
-    while lanes * 2 <= most.min(16) && u64::from(spec.population) * u64::from(lanes * 2) <= 16_384 {
-        lanes *= 2;
-    }
-    lanes
-}
-
-/// The most lanes a member may take: 1 unless the policy is an MLP and subgroups have one size.
-fn max_lanes(spec: &PopulationSpec, sg: Option<u32>) -> u32 {
-    match (spec.policy, sg, &spec.env) {
-        (_, _, Env::Rastrigin { .. }) | (_, None, _) => 1,
-        (Policy::Mlp { hidden }, Some(sg), _) => sg.min(hidden.next_power_of_two()).min(WORKGROUP),
-        _ => 1,
     }
 }
 

@@ -103,9 +103,6 @@ pub struct SimulationInfo {
     pub dispatches_unfused: u32,
     /// Whether `trace` can run (every built-in environment; not a custom one).
     pub has_cpu_reference: bool,
-    /// Invocations per member: an MLP's hidden units spread over this many lanes of a subgroup
-    /// where the adapter's subgroups are 32 wide (1 elsewhere). Results do not depend on it.
-    pub lanes: u32,
 }
 
 struct State {
@@ -184,7 +181,6 @@ impl Simulation {
             dispatches_fused: eval.dispatches(SimStrategy::Fused),
             dispatches_unfused: eval.dispatches(SimStrategy::Unfused),
             has_cpu_reference: spec.env.has_cpu_reference(),
-            lanes: eval.lanes(),
         })
     }
 

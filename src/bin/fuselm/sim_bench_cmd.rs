@@ -1,5 +1,5 @@
 //! `fuselm sim-bench [--runs N] [--populations 1000,10000] [--episodes 200,500,1500]
-//! [--envs pendulum,acrobot] [--policy mlp:16] [--lanes 1,4,16] [--out FILE]`: population rollouts, fused vs unfused side by side
+//! [--envs pendulum,acrobot] [--policy mlp:16] [--out FILE]`: population rollouts, fused vs unfused side by side
 //! (`fuselm::sim::bench`), with the adapter report, date and commit.
 
 use fuselm::sim::bench::{sim_bench, SimBenchOptions};
@@ -21,12 +21,10 @@ pub struct SimBenchArgs {
     /// Environments: cartpole, acrobot, mountain-car, pendulum.
     #[arg(long, value_delimiter = ',', default_values_t = ["pendulum".to_string(), "acrobot".to_string()])]
     envs: Vec<String>,
-    /// Policy: linear, mlp:H (tanh MLP with H hidden units) or rnn:H.
+    /// Policy: linear, mlp:H (tanh MLP with H hidden units) or rnn:H. A linear policy gives
+    /// the environment's own floor: the shortest per-step chain a policy can add.
     #[arg(long, default_value = "mlp:16")]
     policy: String,
-    /// Invocations per member to compare, comma-separated (default: the planner's choice).
-    #[arg(long, value_delimiter = ',')]
-    lanes: Option<Vec<u32>>,
     /// Write the JSON here (else stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -62,7 +60,6 @@ async fn run_async(args: SimBenchArgs) -> Result<(), Box<dyn Error>> {
         populations: Some(args.populations),
         episode_lengths: Some(args.episodes),
         runs: Some(args.runs),
-        lanes: args.lanes,
     };
     let report = sim_bench(&ctx, &options).await?;
     let out = serde_json::json!({
