@@ -1,6 +1,6 @@
 //! `fuselm sim-bench [--runs N] [--populations 1000,10000] [--episodes 200,500,1500]
-//! [--envs pendulum,acrobot] [--policy mlp:16] [--out FILE]`: population rollouts, fused vs unfused side by side
-//! (`fuselm::sim::bench`), with the adapter report, date and commit.
+//! [--envs pendulum,acrobot] [--policy mlp:16] [--out FILE]`: population rollouts, fused vs
+//! unfused side by side (`fuselm::sim::bench`), with the adapter report, date and commit.
 
 use fuselm::sim::bench::{sim_bench, SimBenchOptions};
 use fuselm::sim::{Env, Policy};
