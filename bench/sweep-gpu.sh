@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Variants of the fused kernels side by side on the lent GPU, one lease: each argument is
-# `name` or `name:VAR=value,VAR=value` (the native measurement knobs: FUSELM_LANES,
-# FUSELM_HEAD_LANES, FUSELM_NO_SUBGROUPS, FUSELM_SHADER_CHECKS, FUSELM_FFN_PASSES; see
-# bench/NOTES.md), each a `fuselm bench --profile --no-long` of SmolLM2; one line per variant
+# `name` or `name:VAR=value,VAR=value` (the measurement knobs the fuselm CLI reads: FUSELM_LANES,
+# FUSELM_HEAD_LANES, FUSELM_NO_SUBGROUPS, FUSELM_SHADER_CHECKS=default, FUSELM_FFN_PASSES, …; see
+# bench/NOTES.md and `fuselm bench --help`), each a `fuselm bench --profile --no-long` of SmolLM2; one line per variant
 # (fused only: tok/s per workload, step µs, µs per dispatch per role); the JSON files come back as
 # $OUT/sweep.tar.xz. Rounds
 # (ROUNDS, default 2) repeat the whole list so drift shows. LONG=1: fused only, with the

@@ -92,8 +92,8 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
             },
         ),
         (
-            // GQA 6:2: natively, FUSELM_ATT_HG=3 gives fused_attention 3 query heads per
-            // workgroup (the default rule keeps 1 at this size).
+            // GQA 6:2: a context with `KernelTuning::attention_heads_per_group` 3 gives
+            // fused_attention 3 query heads per workgroup (the default rule keeps 1 at this size).
             "qwen2: Q/K/V biases, NeoX RoPE, GQA 6:2",
             SyntheticSpec {
                 arch: "qwen2",

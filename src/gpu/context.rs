@@ -6,6 +6,7 @@
 //! requested only when the adapter has them; kernels pick their variant at run time.
 
 use crate::error::{FuselmError, Result};
+use crate::kernels::tuning::KernelTuning;
 use std::sync::{Arc, Mutex};
 
 /// Features we use when present; none is required. `MEMORY_DECORATION_COHERENT` (native
@@ -52,6 +53,22 @@ pub async fn request_adapter_with(backends: wgpu::Backends) -> Result<wgpu::Adap
         })
 }
 
+/// How a [`GpuContext`] compiles fuselm's kernels. `Default` is what every user gets: the
+/// kernels' measured parameters, subgroup reductions where subgroups are 32 wide, and no loop
+/// bounding. The other settings exist to measure alternatives on one device (the native CLI
+/// sets them from `--tune`; bench/NOTES.md has the measurements).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextOptions {
+    /// Reduce through workgroup memory even where subgroups are 32 wide
+    /// ([`GpuContext::subgroups32`] is then false), to compare both paths on one device.
+    pub no_subgroups: bool,
+    /// Compile the kernels with Naga's forced loop bounding too (wgpu's full runtime checks;
+    /// see [`GpuContext::shader`] for why it is off by default).
+    pub force_loop_bounding: bool,
+    /// Overrides of the fused kernels' launch parameters.
+    pub tuning: KernelTuning,
+}
+
 /// An adapter with its device and queue, plus what we learned about them. Each model owns its
 /// context; dropping it destroys the device, which frees every buffer made on it at once (in
 /// browsers, dropping a wgpu buffer only drops a JS reference, and its GPU memory would wait for
@@ -66,6 +83,7 @@ pub struct GpuContext {
     /// Whether the device has subgroups (in a browser, asked for and checked by
     /// `browser_subgroups`, since wgpu's WebGPU backend does not know the feature).
     subgroups: bool,
+    options: ContextOptions,
     /// Set by the device-lost callback: why the device was lost.
     lost: Arc<Mutex<Option<String>>>,
 }
@@ -79,10 +97,25 @@ impl Drop for GpuContext {
 impl GpuContext {
     /// Requests the best adapter and a device with its full limits and our optional features.
     pub async fn new() -> Result<Self> {
-        Self::from_adapter(request_adapter().await?).await
+        Self::with_options(ContextOptions::default()).await
+    }
+
+    /// [`GpuContext::new`] with `options` (refused with "invalid-argument" when a tuning value
+    /// is out of range).
+    pub async fn with_options(options: ContextOptions) -> Result<Self> {
+        options.tuning.check()?;
+        Self::from_adapter_with(request_adapter().await?, options).await
     }
 
     pub async fn from_adapter(adapter: wgpu::Adapter) -> Result<Self> {
+        Self::from_adapter_with(adapter, ContextOptions::default()).await
+    }
+
+    pub async fn from_adapter_with(
+        adapter: wgpu::Adapter,
+        options: ContextOptions,
+    ) -> Result<Self> {
+        options.tuning.check()?;
         let features = adapter.features() & OPTIONAL_FEATURES;
         let desc = wgpu::DeviceDescriptor {
             label: Some("fuselm"),
@@ -118,6 +151,7 @@ impl GpuContext {
             info,
             identity,
             subgroups,
+            options,
             lost,
         })
     }
@@ -136,17 +170,26 @@ impl GpuContext {
         }
     }
 
+    /// The options this context was created with.
+    pub fn options(&self) -> &ContextOptions {
+        &self.options
+    }
+
+    /// The kernels' launch-parameter overrides (none by default).
+    pub fn tuning(&self) -> &KernelTuning {
+        &self.options.tuning
+    }
+
     pub fn has(&self, feature: wgpu::Features) -> bool {
         self.device.features().contains(feature)
     }
 
     /// Whether kernels may reduce a 32-lane row with subgroup operations: the device has
     /// subgroups and they are always exactly 32 wide (NVIDIA, Apple), so a row of 32
-    /// consecutive invocations is one subgroup. Natively, `FUSELM_NO_SUBGROUPS=1` turns them
-    /// off (to compare both paths on one device).
+    /// consecutive invocations is one subgroup. [`ContextOptions::no_subgroups`] turns them off
+    /// (to compare both paths on one device).
     pub fn subgroups32(&self) -> bool {
-        #[cfg(not(target_arch = "wasm32"))]
-        if std::env::var_os("FUSELM_NO_SUBGROUPS").is_some_and(|v| !v.is_empty() && v != "0") {
+        if self.options.no_subgroups {
             return false;
         }
         self.subgroups && self.info.subgroup_min_size == 32 && self.info.subgroup_max_size == 32
@@ -170,7 +213,9 @@ impl GpuContext {
     /// threads a 64-bit countdown through every loop (a guard against infinite loops, which
     /// drivers may treat as unreachable), and that stops the driver from unrolling the kernels'
     /// constant-trip loops and keeping their small arrays in registers: on an H200 the fused
-    /// decode step went from 1,000 to 690 µs without it (bench/NOTES.md). Bounds checks stay.
+    /// decode step went from 1,000 to 690 µs without it (bench/NOTES.md). Every other runtime
+    /// check wgpu has stays on, bounds checks included: no setting turns them off.
+    /// [`ContextOptions::force_loop_bounding`] puts the loop bounding back, to measure it.
     /// Browsers compile WGSL themselves and ignore this. Never use it for WGSL that fuselm did
     /// not write.
     pub async fn shader(&self, label: &str, source: &str) -> Result<wgpu::ShaderModule> {
@@ -179,15 +224,15 @@ impl GpuContext {
             label: Some(label),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         };
-        // SAFETY: `create_shader_module_trusted` requires that no loop is infinite (and, with
-        // `FUSELM_SHADER_CHECKS=none`, that no access is out of bounds). Every loop of
+        // SAFETY: without forced loop bounding, `create_shader_module_trusted` requires that no
+        // loop is infinite (every other check, bounds checks included, is on). Every loop of
         // `shaders/*.wgsl` counts a u32 up to a bound by a positive step (a constant, or
         // `WG`/`LANES`/`stride`) or shifts a power of two down to zero or up to a small
         // constant; the bounds are shape constants or lengths validated when the model is
         // loaded (n_ctx, n_vocab, tensor sizes < 2^32 - step), so no counter wraps.
         let module = unsafe {
             self.device
-                .create_shader_module_trusted(desc, shader_checks())
+                .create_shader_module_trusted(desc, shader_checks(&self.options))
         };
         match scope.pop().await {
             Some(e) => Err(FuselmError::Gpu(format!("shader {label}: {e}"))),
@@ -230,19 +275,11 @@ impl GpuContext {
     }
 }
 
-/// The runtime checks fuselm's kernels are compiled with: wgpu's, less forced loop bounding
-/// (see [`GpuContext::shader`]). Native measurement knob `FUSELM_SHADER_CHECKS`: `default`
-/// restores wgpu's defaults, `none` also drops the bounds checks.
-fn shader_checks() -> wgpu::ShaderRuntimeChecks {
-    let ours = wgpu::ShaderRuntimeChecks {
-        force_loop_bounding: false,
+/// The runtime checks fuselm's kernels are compiled with: all of wgpu's, less forced loop
+/// bounding unless `options` asks for it (see [`GpuContext::shader`]).
+fn shader_checks(options: &ContextOptions) -> wgpu::ShaderRuntimeChecks {
+    wgpu::ShaderRuntimeChecks {
+        force_loop_bounding: options.force_loop_bounding,
         ..wgpu::ShaderRuntimeChecks::checked()
-    };
-    #[cfg(not(target_arch = "wasm32"))]
-    match std::env::var("FUSELM_SHADER_CHECKS").as_deref() {
-        Ok("default") => return wgpu::ShaderRuntimeChecks::checked(),
-        Ok("none") => return wgpu::ShaderRuntimeChecks::unchecked(),
-        _ => {}
     }
-    ours
 }

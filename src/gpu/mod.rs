@@ -8,7 +8,9 @@ mod sync;
 
 #[cfg(target_arch = "wasm32")]
 pub(crate) use browser_subgroups::features_have;
-pub use context::{request_adapter, request_adapter_with, GpuContext, BACKENDS, OPTIONAL_FEATURES};
+pub use context::{
+    request_adapter, request_adapter_with, ContextOptions, GpuContext, BACKENDS, OPTIONAL_FEATURES,
+};
 pub(crate) use readback::map_read;
 pub use readback::{read_buffer, StagedRead, StagingPool};
 pub use sync::wait_idle;

@@ -56,6 +56,7 @@ mod rope;
 pub mod sample;
 mod state;
 mod swiglu;
+pub mod tuning;
 pub mod weights;
 
 pub use add::{Add, AddCall};
@@ -75,6 +76,7 @@ pub use rope::{Rope, RopeCall, RopeStyle};
 pub use sample::{HeadLogits, HeadLogitsCall, SampleCall, SampleChoose, SampleSelect};
 pub use state::{Advance, AdvanceCall, DecodeState};
 pub use swiglu::{ElementwiseCall, SwiGlu, SwiGluCall};
+pub use tuning::KernelTuning;
 pub use weights::{GpuWeight, LayerStacks, WeightFormat};
 
 use crate::error::{FuselmError, Result};
@@ -466,23 +468,6 @@ impl PassState<'_> {
 }
 
 /// Concatenates WGSL parts (common declarations, a weight decoder, the kernel) into one module.
-/// A native measurement knob (bench/NOTES.md lists them): the environment variable `name` as a
-/// u32 when it parses and `ok` accepts it. Always `None` in the wasm package.
-pub(crate) fn knob(name: &str, ok: impl Fn(u32) -> bool) -> Option<u32> {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|&v| ok(v))
-    }
-    #[cfg(target_arch = "wasm32")]
-    {
-        let _ = (name, ok);
-        None
-    }
-}
-
 pub(crate) fn compose(parts: &[&str]) -> String {
     parts.join("\n")
 }

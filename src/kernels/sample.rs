@@ -4,9 +4,7 @@
 //! select (3). The settings live in a storage buffer holding `sampling::SamplerParams`.
 
 use super::weights::{GpuWeight, WeightFormat};
-use super::{
-    check_buffer, check_bytes, compose, grid, knob, max_groups, require, Bound, Pipeline, Slot,
-};
+use super::{check_buffer, check_bytes, compose, grid, max_groups, require, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -61,8 +59,8 @@ impl HeadLogits {
         )?;
         let sg = ctx.subgroups32();
         // 32 lanes per row: the head is throughput-bound (~1,500 workgroups), not
-        // latency-bound like the per-layer kernels. `FUSELM_HEAD_LANES` overrides it natively.
-        let lanes = knob("FUSELM_HEAD_LANES", |l| [32, 64, 128, 256].contains(&l)).unwrap_or(32);
+        // latency-bound like the per-layer kernels. `KernelTuning::head_lanes` overrides it.
+        let lanes = ctx.tuning().head_lanes.unwrap_or(32);
         let consts = format!(
             "{}const N_EMBD: u32 = {n_embd}u;\nconst LANES: u32 = {lanes}u;\n",
             if sg { ctx.subgroups_enable() } else { "" }

@@ -13,7 +13,7 @@ use super::profile::StepProfile;
 use super::synthetic::{synthetic_llama, SyntheticSpec};
 use crate::error::{FuselmError, Result};
 use crate::gguf::GgmlType;
-use crate::gpu::GpuContext;
+use crate::gpu::{ContextOptions, GpuContext};
 use crate::sampling::SamplingOptions;
 use serde::{Deserialize, Serialize};
 
@@ -393,6 +393,16 @@ pub async fn bench(
     model: Option<&[u8]>,
     options: &GenerationBenchOptions,
 ) -> Result<GenerationBenchReport> {
+    bench_with(model, options, ContextOptions::default()).await
+}
+
+/// [`bench`] with every model's device context created with `context` (kernel measurement
+/// settings; the native CLI's `--tune`).
+pub async fn bench_with(
+    model: Option<&[u8]>,
+    options: &GenerationBenchOptions,
+    context: ContextOptions,
+) -> Result<GenerationBenchReport> {
     let runs = options.runs.unwrap_or(5).max(1);
     let chunk = options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS).max(1);
     let mut rows = Vec::new();
@@ -412,7 +422,7 @@ pub async fn bench(
             max_batch: Some(128),
             kv_f16: Some(false),
         };
-        let mut m = GpuModel::load(GpuContext::new().await?, bytes, &load).await?;
+        let mut m = GpuModel::load(GpuContext::with_options(context).await?, bytes, &load).await?;
         m.set_grid_workgroups(options.grid_workgroups);
         let vocab = m.config().vocab_size;
         let mut workloads = vec![
@@ -476,7 +486,8 @@ pub async fn bench(
                     max_batch: Some(16),
                     kv_f16: Some(false),
                 };
-                let mut m = GpuModel::load(GpuContext::new().await?, &file, &load).await?;
+                let mut m =
+                    GpuModel::load(GpuContext::with_options(context).await?, &file, &load).await?;
                 m.set_grid_workgroups(options.grid_workgroups);
                 let w = Workload {
                     name: format!("toy d{d} L{layers}, 64 tokens"),

@@ -19,8 +19,8 @@ use crate::kernels::sample::{head_groups, select_lists};
 use crate::kernels::{
     Embed, EmbedCall, FusedArch, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown,
     FusedFfnUp, FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, HeadLogits, HeadLogitsCall,
-    KvFormat, LayerAttention, LayerIndexing, LayerVectors, PassState, SampleCall, SampleChoose,
-    SampleSelect, WeightFormat, NO_VECTOR,
+    KernelTuning, KvFormat, LayerAttention, LayerIndexing, LayerVectors, PassState, SampleCall,
+    SampleChoose, SampleSelect, WeightFormat, NO_VECTOR,
 };
 use crate::sampling::{SamplerParams, MAX_CANDIDATES};
 use std::collections::HashMap;
@@ -81,7 +81,7 @@ impl SamplerBuffers {
 }
 
 /// The geometry of `config` for the fused kernels.
-pub fn fused_shape(c: &ModelConfig, n_ctx: u32) -> FusedShape {
+pub fn fused_shape(c: &ModelConfig, n_ctx: u32, tuning: KernelTuning) -> FusedShape {
     FusedShape {
         n_embd: c.n_embd,
         n_ff: c.n_ff,
@@ -100,6 +100,7 @@ pub fn fused_shape(c: &ModelConfig, n_ctx: u32) -> FusedShape {
             post_norms: c.post_norms,
             gelu: c.ffn_activation == FfnActivation::GeluTanh,
         },
+        tuning,
     }
 }
 
@@ -301,7 +302,7 @@ impl FusedDecode {
         acts: &Activations,
         kv: KvFormat,
     ) -> Result<Self> {
-        let s = fused_shape(config, acts.n_ctx);
+        let s = fused_shape(config, acts.n_ctx, *ctx.tuning());
         s.check()?;
         let buffers = FusedBuffers {
             qkv: storage(ctx, "fused qkv", u64::from(s.n_q() + 2 * s.n_kv()) * 4),
@@ -583,7 +584,7 @@ impl Fused {
         sampler: &SamplerBuffers,
         kv: KvFormat,
     ) -> Result<Self> {
-        fused_shape(config, acts.n_ctx).check()?;
+        fused_shape(config, acts.n_ctx, *ctx.tuning()).check()?;
         Ok(Self {
             choice: Choice::bind(ctx, config, weights, acts, sampler).await?,
             decode: FusedDecode::bind(ctx, config, weights, acts, kv).await?,

@@ -1,8 +1,10 @@
-//! `fuselm bench [--model PATH] [--runs N] [--toy] [--profile] [--out FILE]`: every strategy in
-//! this process on this device, side by side (`fuselm::model::bench`, the same report as
-//! TypeScript's `bench()`), with the adapter report, date and commit.
+//! `fuselm bench [--model PATH] [--runs N] [--toy] [--profile] [--out FILE]
+//! [--tune NAME=VALUE ...]`: every strategy in this process on this device, side by side
+//! (`fuselm::model::bench`, the same report as TypeScript's `bench()`), with the adapter report,
+//! date and commit.
 
-use fuselm::model::bench::{bench, GenerationBenchOptions};
+use crate::tune_args::TuneArgs;
+use fuselm::model::bench::{bench_with, GenerationBenchOptions};
 use fuselm::model::{Strategy, DEFAULT_CHUNK_TOKENS};
 use std::error::Error;
 use std::path::PathBuf;
@@ -43,6 +45,8 @@ pub struct BenchArgs {
     /// megakernel-grid). Default: unfused, fused, megakernel (+ megakernel-grid with --grid).
     #[arg(long, value_delimiter = ',')]
     strategies: Option<Vec<String>>,
+    #[command(flatten)]
+    tune: TuneArgs,
 }
 
 pub fn run(args: BenchArgs) -> Result<(), Box<dyn Error>> {
@@ -75,7 +79,7 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
             .map(|l| l.iter().map(|s| Strategy::parse(s)).collect())
             .transpose()?,
     };
-    let report = bench(bytes.as_deref(), &options).await?;
+    let report = bench_with(bytes.as_deref(), &options, args.tune.context_options()?).await?;
     let out = serde_json::json!({
         "kind": "bench",
         "date": today(),

@@ -1,7 +1,8 @@
 //! `fuselm generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--strategy S]
 //! [--calibrate] [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--stop TEXT ...]
-//! [--json]`.
+//! [--json] [--tune NAME=VALUE ...]` (`--tune`: kernel measurement settings, see `--help`).
 
+use crate::tune_args::TuneArgs;
 use fuselm::gpu::GpuContext;
 use fuselm::model::{CalibrateOptions, GenerateOptions, LoadOptions, Prompt, Strategy, TextModel};
 use fuselm::sampling::SamplingOptions;
@@ -72,6 +73,8 @@ pub struct GenerateArgs {
     /// Print one JSON object (prompt ids, generated ids, text, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    tune: TuneArgs,
 }
 
 pub fn run(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
@@ -81,7 +84,7 @@ pub fn run(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
 async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     let bytes = std::fs::read(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
     let load_start = std::time::Instant::now();
-    let ctx = GpuContext::new().await?;
+    let ctx = GpuContext::with_options(args.tune.context_options()?).await?;
     let adapter = ctx.info.name.clone();
     let load = LoadOptions {
         n_ctx: args.n_ctx,

@@ -21,6 +21,8 @@ mod probe_cmd;
 mod sim_bench_cmd;
 #[cfg(not(target_arch = "wasm32"))]
 mod synthetic_cmd;
+#[cfg(not(target_arch = "wasm32"))]
+mod tune_args;
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {

@@ -9,7 +9,6 @@ use super::{
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::kernels::attention::KvFormat;
-use crate::kernels::knob;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
 use crate::kernels::BufferView;
@@ -182,7 +181,7 @@ impl FusedAttention {
             heads: s.attention_heads_per_group(),
             max_chunks: s.max_chunks(),
             n_embd: s.n_embd,
-            min_groups: attention_min_groups(),
+            min_groups: attention_min_groups(s),
         })
     }
 }
@@ -250,8 +249,9 @@ impl FusedAttentionCall {
 /// KP 18 spills. Larger heads keep (3, 2): each of their invocations already holds a longer key
 /// row and more units per pass (not measured). A workgroup of ATT_HG heads
 /// ([`FusedShape::attention_heads_per_group`]) takes KP / ATT_HG (at least 1): its passes load
-/// ATT_HG times the units (at 1B width with 4 heads, KP 1 beat 2 and 4 on an H200). Natively, `FUSELM_ATT_KP` (general),
-/// `FUSELM_ATT_KP_SINGLE` (1..18) and `FUSELM_ATT_VP` (1..16) override them for measurements.
+/// ATT_HG times the units (at 1B width with 4 heads, KP 1 beat 2 and 4 on an H200).
+/// `KernelTuning`'s `attention_kp` (general), `attention_kp_single` and `attention_vp` override
+/// them for measurements.
 pub fn attention_preloads(s: &FusedShape, single: bool) -> (u32, u32) {
     let (kp, vp) = match (s.head_dim <= 64, single) {
         (true, true) => (3, 16),
@@ -261,20 +261,17 @@ pub fn attention_preloads(s: &FusedShape, single: bool) -> (u32, u32) {
     // A workgroup of ATT_HG heads loads ATT_HG times the units per pass and (by the row-block
     // rule) has about 1 / ATT_HG of the passes: the same registers for kp / ATT_HG passes.
     let kp = (kp / s.attention_heads_per_group()).max(1);
-    let kp_name = if single {
-        "FUSELM_ATT_KP_SINGLE"
+    let tuned_kp = if single {
+        s.tuning.attention_kp_single
     } else {
-        "FUSELM_ATT_KP"
+        s.tuning.attention_kp
     };
-    (
-        knob(kp_name, |v| (1..=18).contains(&v)).unwrap_or(kp),
-        knob("FUSELM_ATT_VP", |v| (1..=16).contains(&v)).unwrap_or(vp),
-    )
+    (tuned_kp.unwrap_or(kp), s.tuning.attention_vp.unwrap_or(vp))
 }
 
 /// Workgroups the attention dispatch aims for at short contexts ([`ATTENTION_MIN_GROUPS`]; Wo's
-/// rows are split into blocks to reach it). Natively, `FUSELM_ATT_GROUPS` (1..4096) overrides it
-/// for measurements.
-fn attention_min_groups() -> u32 {
-    knob("FUSELM_ATT_GROUPS", |g| (1..=4096).contains(&g)).unwrap_or(ATTENTION_MIN_GROUPS)
+/// rows are split into blocks to reach it). `KernelTuning::attention_groups` overrides it for
+/// measurements.
+fn attention_min_groups(s: &FusedShape) -> u32 {
+    s.tuning.attention_groups.unwrap_or(ATTENTION_MIN_GROUPS)
 }

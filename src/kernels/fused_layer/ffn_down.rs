@@ -7,7 +7,7 @@ use crate::kernels::attention::KvFormat;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
 use crate::kernels::BufferView;
-use crate::kernels::{check_buffer, compose, knob, require, Pipeline, Slot};
+use crate::kernels::{check_buffer, compose, require, Pipeline, Slot};
 use crate::shaders;
 
 /// Dispatch 4: `x = x_mid + W_down · hidden`, and (without QK_NORM) the step's K and V stored
@@ -30,7 +30,7 @@ impl FusedFfnDown {
         ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check()?;
-        let lanes = lanes_for(s.n_ff / 8, WORKGROUP);
+        let lanes = lanes_for(s.n_ff / 8, WORKGROUP, s.tuning.lanes);
         let rpl = down_rows_per_lane(s, lanes);
         let x_base = layer_grid(
             ctx,
@@ -117,9 +117,9 @@ impl FusedFfnDown {
 /// for a long hidden vector (n_ff >= 4096): on an H200 it took Llama-3.2-1B's down from 16.1 to
 /// 14.4 µs, but at Gemma 3 270M's width (n_ff 2048, 640 rows) RPL 4 cost 4% of decode (fewer
 /// workgroups than SMs; bench/results/wide-models-h200-2026-11-25).
-/// Natively, `FUSELM_DOWN_RPL` (1, 2 or 4) overrides it for measurements.
+/// `KernelTuning::down_rows_per_lane` overrides it for measurements.
 pub fn down_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
-    if let Some(r) = knob("FUSELM_DOWN_RPL", |r| [1, 2, 4].contains(&r)) {
+    if let Some(r) = s.tuning.down_rows_per_lane {
         return r;
     }
     if s.n_ff < 4096 {

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
-use crate::kernels::{check_buffer, compose, knob, require, Bound, PassState, Pipeline, Slot};
+use crate::kernels::{check_buffer, compose, require, Bound, PassState, Pipeline, Slot};
 use crate::shaders;
 
 #[repr(C)]
@@ -84,7 +84,7 @@ impl FusedFfnUp {
         ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check()?;
-        let lanes = lanes_for(s.n_embd / 8, WORKGROUP);
+        let lanes = lanes_for(s.n_embd / 8, WORKGROUP, s.tuning.lanes);
         let passes = ffn_up_passes(s);
         let x_base = layer_grid(
             ctx,
@@ -206,9 +206,9 @@ impl FusedFfnUp {
 /// partials, 1 to 16. (With 4 heads per attention workgroup the 1B model's short-context
 /// partials are 64 KiB, but 16 passes still measured best there: BF16 2,055 tok/s vs 1,905
 /// at 4 passes and 1,914 at 8; Q4_K 1,964 vs 1,946 and 1,972.)
-/// Natively, `FUSELM_FFN_PASSES` (1..32) overrides it for measurements.
+/// `KernelTuning::ffn_passes` overrides it for measurements.
 pub fn ffn_up_passes(s: &FusedShape) -> u32 {
-    if let Some(p) = knob("FUSELM_FFN_PASSES", |p| (1..=32).contains(&p)) {
+    if let Some(p) = s.tuning.ffn_passes {
         return p;
     }
     (s.n_head * s.n_embd / 4096).clamp(1, 16)

@@ -59,7 +59,7 @@ pub use qkv::{FusedQkv, QkvParams};
 pub use shape::{FusedArch, FusedShape, LayerAttention, LayerVectors};
 
 pub use super::layer_indexing::{uniform_array, LayerIndexing};
-use super::{check_buffer, knob, require, Bound, BufferView, PassState, Res};
+use super::{check_buffer, require, Bound, BufferView, PassState, Res};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 
@@ -91,12 +91,10 @@ pub const NO_VECTOR: u32 = u32::MAX;
 /// two units. At batch 1 these kernels are bound by each warp's chain of dependent
 /// instructions, not by memory (a workgroup per SM leaves nothing to hide latency with), so
 /// spreading a row over more lanes shortens every warp's work; a row wider than one subgroup
-/// costs one extra barrier to combine. Natively, `FUSELM_LANES` (32..256) overrides it, to
+/// costs one extra barrier to combine. `tuned` (`KernelTuning::lanes`) overrides it, to
 /// measure the alternatives on one device.
-pub fn lanes_for(units: u32, max: u32) -> u32 {
-    if let Some(l) = knob("FUSELM_LANES", |l| {
-        l.is_power_of_two() && (32..=256).contains(&l)
-    }) {
+pub fn lanes_for(units: u32, max: u32, tuned: Option<u32>) -> u32 {
+    if let Some(l) = tuned {
         return l.min(max);
     }
     let mut lanes = 32;

@@ -44,7 +44,7 @@ impl FusedQkv {
     ) -> Result<Self> {
         s.check()?;
         // At least 2 rows per workgroup: RoPE pairs rows within one.
-        let lanes = lanes_for(s.n_embd / 8, WORKGROUP / 2);
+        let lanes = lanes_for(s.n_embd / 8, WORKGROUP / 2, s.tuning.lanes);
         let rows = s.n_q() + 2 * s.n_kv();
         let x_base = layer_grid(
             ctx,

@@ -4,7 +4,8 @@
 use super::{ATTENTION_CHUNK, ATTENTION_GROUPED_FLOATS, MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
-use crate::kernels::{knob, require};
+use crate::kernels::require;
+use crate::kernels::tuning::KernelTuning;
 use crate::shaders;
 
 /// The architecture switches of the fused kernels (WGSL constants).
@@ -65,6 +66,8 @@ pub struct FusedShape {
     /// KV cache capacity in positions.
     pub n_ctx: u32,
     pub arch: FusedArch,
+    /// Measurement overrides of the launch parameters (the context's; default: none).
+    pub tuning: KernelTuning,
 }
 
 impl FusedShape {
@@ -88,16 +91,20 @@ impl FusedShape {
     /// 20 KiB) 3 heads cost 1–3%. So: 1 unless the partials are at least 64 KiB
     /// (n_head × n_embd ≥ [`ATTENTION_GROUPED_FLOATS`]); then the largest divisor of the KV
     /// group size that is at most 4 and keeps the heads' queries within 256 floats. Always 1
-    /// with per-head Q/K norms (their normalise-and-rotate code holds one head). Natively,
-    /// `FUSELM_ATT_HG` (a divisor of the group size, within the same bounds) overrides it for
-    /// measurements.
+    /// with per-head Q/K norms (their normalise-and-rotate code holds one head).
+    /// `KernelTuning::attention_heads_per_group` (a divisor of the group size, within the same
+    /// bounds) overrides it for measurements.
     pub fn attention_heads_per_group(&self) -> u32 {
         if self.arch.qk_norm || self.n_head_kv == 0 || self.n_head % self.n_head_kv != 0 {
             return 1;
         }
         let group = self.n_head / self.n_head_kv;
         let fits = |d: u32| d <= 4 && group % d == 0 && d * self.head_dim <= 256;
-        if let Some(d) = knob("FUSELM_ATT_HG", |d| d >= 1 && fits(d)) {
+        if let Some(d) = self
+            .tuning
+            .attention_heads_per_group
+            .filter(|&d| d >= 1 && fits(d))
+        {
             return d;
         }
         if self.n_head * self.n_embd < ATTENTION_GROUPED_FLOATS {
