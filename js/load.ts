@@ -3,7 +3,7 @@
 // its bytes are in. The file is never held whole in JS or wasm memory. The GGUF header is checked
 // against the adapter first, so a model that cannot fit is refused before its weights download.
 import * as wasm from "./wasm/fuselm.js";
-import type { LoadOptions, LoadStatus, Strategy } from "./wasm/fuselm.js";
+import type { LoadOptions, LoadStatus } from "./wasm/fuselm.js";
 import { init } from "./init.js";
 import { FuselmError, toFuselmError } from "./errors.js";
 import { CacheCorruptError, openModelBody, type CacheMode } from "./cache.js";
@@ -46,10 +46,6 @@ export interface LoadModelOptions extends LoadOptions {
   /** Aborts the load: the promise rejects with kind "aborted", the download stops and nothing
    * stays on the GPU. */
   signal?: AbortSignal;
-  /** The strategy `generate` and `chat.completions.create` use when they are not given one.
-   * Default: the one `info.strategy` names ("fused", except on software adapters or where the
-   * fused kernels cannot run; `info.strategyReason` says why). */
-  strategy?: Strategy;
   /** Run the model in a module Web Worker: every GPU call and the load happen off the main
    * thread, with the same API (streaming and abort cross the worker boundary). `true` starts
    * the worker script shipped next to this module (`dist/worker.js`); `{ url }` names another
@@ -140,8 +136,8 @@ async function openBody(source: ModelSource, cache: CacheMode, signal: AbortSign
 /** Streams `body` into a new wasm loader and builds the model. */
 async function loadBody(body: Body, options: LoadModelOptions): Promise<wasm.Model> {
   const { onProgress, signal } = options;
-  const sizes: LoadOptions = { nCtx: options.nCtx, maxBatch: options.maxBatch, kvF16: options.kvF16 };
-  const loader = await wasm.createModelLoader(sizes, body.totalBytes);
+  const load: LoadOptions = { nCtx: options.nCtx, maxBatch: options.maxBatch, kvF16: options.kvF16, strategy: options.strategy };
+  const loader = await wasm.createModelLoader(load, body.totalBytes);
   const reader = body.stream.getReader();
   let totalBytes = body.totalBytes;
   const report = (phase: LoadPhase, loadedBytes: number) =>

@@ -2,72 +2,23 @@
 // The wasm `Model` owns the GPU memory; this class wraps it so every failure is a `FuselmError`
 // and a disposed model fails with a typed error instead of a wasm trap.
 import type * as wasm from "./wasm/fuselm.js";
-import type { Calibration, ChatMessage, GenerateOptions, ModelInfo, Strategy } from "./wasm/fuselm.js";
+import type { Calibration, ChatMessage, GenerateOptions, ModelInfo } from "./wasm/fuselm.js";
 import { calibrateWith, type CalibrateCallOptions } from "./calibration.js";
 import { FuselmError, toFuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
 import { chatCompletions, type Chat } from "./chat.js";
 import { loadRaw, type LoadModelOptions, type ModelSource } from "./load.js";
-
-/** Options of one generation: the settings of `GenerateOptions` plus an abort signal. */
-export interface GenerateCallOptions extends GenerateOptions {
-  /** Aborts the generation: the iteration, `text()` and `result()` reject with kind "aborted". */
-  signal?: AbortSignal;
-}
-
-export interface TokenizeOptions {
-  /** Prepend the model's BOS token when it uses one (as prompts get). Default: false. */
-  addSpecial?: boolean;
-  /** Recognise control tokens such as `<|im_start|>` written in the text. Default: false. */
-  parseSpecial?: boolean;
-}
-
-/** A model on the GPU. One generation runs at a time (another one rejects with kind "busy"). */
-export interface Model {
-  /** Architecture, sizes, weight formats, GPU memory, and the default strategy with its reason
-   * (updated by `calibrate` and `useCalibration`). */
-  readonly info: ModelInfo;
-  /** OpenAI-shaped chat: `model.chat.completions.create({ messages, stream, ... })`. */
-  readonly chat: Chat;
-  /** Generates from `prompt` (with `{ chat: true }` rendered as a user message with the model's
-   * chat template). Greedy by default; `temperature`, `topK`, `topP`, `minP`, the penalties and
-   * `seed` sample instead (the same seed gives the same tokens on every strategy and adapter).
-   * `stop` strings end it and are never emitted. Returns at once: iterate the result for
-   * streamed chunks, or await `.text()` / `.result()`. Rejects (through those) with kind "busy"
-   * while another generation of this model runs, "limit-exceeded" when the prompt plus
-   * `maxTokens` exceed `info.nCtx`, "invalid-argument" for an out-of-range setting, "aborted",
-   * "device-lost". */
-  generate(prompt: string, options?: GenerateCallOptions): Generation;
-  /** Token ids of `text`. */
-  tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
-  /** Text of token ids (control tokens render as nothing). */
-  detokenize(ids: ArrayLike<number>): Promise<string>;
-  /** The planner's calibration: times a short greedy generation (`tokens`, default 32, after an
-   * 8-token prompt; `runs` timed runs, default 3, after a warm-up) with every strategy that can
-   * win on this model and adapter, and makes the fastest end to end the default strategy
-   * (`info.strategy`, `info.strategyReason`) for generations that name none. With `cache` it
-   * first looks for a calibration saved for this model on this adapter, and saves a new one.
-   * Rejects with "busy" during a generation, "invalid-argument" for settings out of range. */
-  calibrate(options?: CalibrateCallOptions): Promise<Calibration>;
-  /** Applies a calibration saved earlier (e.g. `JSON.parse` of a stored one): rejects with
-   * "invalid-argument" if it was measured for another model, adapter or version of fuselm. */
-  useCalibration(calibration: Calibration): Promise<void>;
-  /** Stops a running generation, then frees the model's GPU memory. Later calls reject with
-   * kind "invalid-argument". Safe to call twice. */
-  dispose(): Promise<void>;
-}
+import type { GenerateCallOptions, Model, TokenizeOptions } from "./model-types.js";
 
 /** The model on this thread: a thin wrapper over the wasm `Model`. */
 export class LocalModel implements Model {
   #raw: wasm.Model | undefined;
   #running: Generation | undefined;
-  readonly #strategy: Strategy | undefined;
   #info: ModelInfo;
   readonly chat: Chat;
 
-  constructor(raw: wasm.Model, strategy: Strategy | undefined) {
+  constructor(raw: wasm.Model) {
     this.#raw = raw;
-    this.#strategy = strategy;
     this.#info = raw.info();
     this.chat = {
       completions: chatCompletions(
@@ -138,11 +89,10 @@ export class LocalModel implements Model {
     options: GenerateOptions,
     signal: AbortSignal | undefined,
   ): Generation {
-    const withStrategy: GenerateOptions = { ...options, strategy: options.strategy ?? this.#strategy };
     const generation = new Generation((sink) => {
       const raw = this.#raw;
       if (raw === undefined) return Promise.reject(disposedError());
-      return call(raw, sink, withStrategy);
+      return call(raw, sink, options);
     }, signal);
     this.#running = generation;
     void generation.result().then(
@@ -218,7 +168,7 @@ export async function loadModel(source: ModelSource, options: LoadModelOptions =
 /** `loadModel` on this thread. */
 export async function loadLocal(source: ModelSource, options: LoadModelOptions = {}): Promise<LocalModel> {
   const raw = await loadRaw(source, options);
-  return new LocalModel(raw, options.strategy);
+  return new LocalModel(raw);
 }
 
 export type { ChatMessage };

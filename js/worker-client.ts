@@ -1,13 +1,13 @@
 // The page side of worker mode: a `Model` whose every call is a message to the fuselm worker
 // (worker.ts). Generations stream chunk by chunk across the boundary; aborting sends an abort
 // message, and the worker stops the generation at its next chunk boundary.
-import type { Calibration, ChatMessage, GenerateOptions, GenerateResult, ModelInfo, Strategy } from "./wasm/fuselm.js";
+import type { Calibration, ChatMessage, GenerateResult, ModelInfo } from "./wasm/fuselm.js";
 import { calibrateWith, type CalibrateCallOptions } from "./calibration.js";
 import { FuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
 import { chatCompletions, type Chat } from "./chat.js";
 import { bufferBytes, bufferStream, type LoadModelOptions, type LoadProgress, type ModelSource } from "./load.js";
-import type { GenerateCallOptions, Model, TokenizeOptions } from "./model.js";
+import type { GenerateCallOptions, Model, TokenizeOptions } from "./model-types.js";
 import { fromWire, type Reply, type Request, type WireSource } from "./worker-protocol.js";
 
 type Op = Request extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
@@ -128,17 +128,15 @@ function toWireSource(source: ModelSource): { source: WireSource; transfer: Tran
 class WorkerModel implements Model {
   readonly chat: Chat;
   readonly #client: WorkerClient;
-  readonly #strategy: Strategy | undefined;
 
   #info: ModelInfo;
 
-  constructor(client: WorkerClient, info: ModelInfo, strategy: Strategy | undefined) {
+  constructor(client: WorkerClient, info: ModelInfo) {
     this.#info = info;
     this.#client = client;
-    this.#strategy = strategy;
     this.chat = {
       completions: chatCompletions(
-        (messages, options, signal) => this.#start({ op: "chat", messages, options: this.#with(options) }, signal),
+        (messages, options, signal) => this.#start({ op: "chat", messages, options }, signal),
         () => `fuselm/${this.info.architecture}`,
       ),
     };
@@ -146,11 +144,7 @@ class WorkerModel implements Model {
 
   generate(prompt: string, options: GenerateCallOptions = {}): Generation {
     const { signal, ...settings } = options;
-    return this.#start({ op: "generate", prompt, options: this.#with(settings) }, signal);
-  }
-
-  #with(options: GenerateOptions): GenerateOptions {
-    return { ...options, strategy: options.strategy ?? this.#strategy };
+    return this.#start({ op: "generate", prompt, options: settings }, signal);
   }
 
   #start(op: Op & { op: "generate" | "chat" }, signal: AbortSignal | undefined): Generation {
@@ -223,7 +217,7 @@ export async function loadInWorker(source: ModelSource, options: LoadModelOption
   try {
     const wire = toWireSource(source);
     const info = (await client.call({ op: "load", source: wire.source, options: rest }, { transfer: wire.transfer, signal, onProgress })) as ModelInfo;
-    return new WorkerModel(client, info, rest.strategy);
+    return new WorkerModel(client, info);
   } catch (e) {
     client.terminate();
     throw e;

@@ -1,7 +1,7 @@
 // The messages between a page and the fuselm worker (`loadModel(source, { worker: true })`).
 // Requests carry an id; the worker answers each with events for that id and finally a `done`
 // or `error`. Errors cross as plain data and become `FuselmError`s again on the page.
-import type { CalibrateOptions, Calibration, ChatMessage, GenerateOptions, GenerateResult, LoadOptions, ModelInfo, Strategy } from "./wasm/fuselm.js";
+import type { CalibrateOptions, Calibration, ChatMessage, GenerateOptions, GenerateResult, LoadOptions, ModelInfo } from "./wasm/fuselm.js";
 import type { CacheMode } from "./cache.js";
 import type { LoadProgress } from "./load.js";
 import { FuselmError, type ErrorKind } from "./errors.js";
@@ -14,7 +14,6 @@ export type WireSource =
 
 export interface WireLoadOptions extends LoadOptions {
   cache?: CacheMode;
-  strategy?: Strategy;
 }
 
 export type Request =

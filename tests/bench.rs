@@ -130,10 +130,11 @@ async fn profile_covers_every_dispatch_of_a_step() {
         n_ctx: Some(64),
         max_batch: Some(16),
         kv_f16: Some(false),
+        strategy: None,
     };
     let mut model = GpuModel::load(ctx, &file, &load).await.expect("model");
     let p = model
-        .profile_fused(&[1, 2, 3, 4, 5], 2)
+        .profile(Strategy::Fused, &[1, 2, 3, 4, 5], 2)
         .await
         .expect("profile");
     assert_eq!(p.context, 9);
@@ -188,13 +189,25 @@ async fn fused_limits_are_typed_errors_and_unfused_still_runs() {
         n_ctx: Some(32),
         max_batch: Some(8),
         kv_f16: Some(false),
+        strategy: None,
     };
     let mut model = GpuModel::load(ctx, &file, &load).await.expect("model");
     let e = model
-        .fused_available()
+        .check_strategy(Strategy::Fused)
         .expect_err("fused must refuse n_embd 2080");
     assert_eq!(e.kind(), fuselm::error::ErrorKind::LimitExceeded, "{e}");
     assert!(e.to_string().contains("n_embd"), "{e}");
+    // Asked for at load, a strategy that cannot run refuses the load with its reason.
+    let pinned = LoadOptions {
+        strategy: Some(Strategy::Fused),
+        ..load.clone()
+    };
+    let ctx = GpuContext::new().await.expect("gpu");
+    let e = GpuModel::load(ctx, &file, &pinned)
+        .await
+        .err()
+        .expect("fused refused at load");
+    assert_eq!(e.kind(), fuselm::error::ErrorKind::LimitExceeded, "{e}");
     let greedy = fuselm::sampling::SamplingOptions::default()
         .resolve(&[])
         .unwrap();
@@ -241,6 +254,7 @@ async fn calibration_picks_the_fastest_and_can_be_reused() {
         n_ctx: Some(24),
         max_batch: Some(8),
         kv_f16: Some(false),
+        strategy: None,
     };
     let mut model = GpuModel::load(GpuContext::new().await.expect("gpu"), &file, &load)
         .await
@@ -337,15 +351,25 @@ async fn calibration_picks_the_fastest_and_can_be_reused() {
         );
         assert!((x - y).abs() <= 1e-9 * y, "{x} vs {y}");
     }
-    let mut again = GpuModel::load(GpuContext::new().await.expect("gpu"), &file, &load)
+    // The strategy named at load is the default (`info.strategy`) until a calibration
+    // replaces it.
+    let pinned = LoadOptions {
+        strategy: Some(Strategy::Megakernel),
+        ..load.clone()
+    };
+    let mut again = GpuModel::load(GpuContext::new().await.expect("gpu"), &file, &pinned)
         .await
         .expect("model");
+    let (s, why) = again.default_strategy();
+    assert_eq!(s, Strategy::Megakernel, "{why}");
+    assert!(why.contains("loaded with"), "{why}");
     again.use_calibration(&saved).expect("same key");
     assert_eq!(again.default_strategy(), (c.strategy, c.reason.clone()));
 
-    // Not for another model (or a changed key): a typed error, the planner's choice stays.
+    // Not for another model (or a changed key): a typed error, the default stays.
     let other_load = LoadOptions {
         n_ctx: Some(32),
+        strategy: Some(Strategy::Unfused),
         ..load
     };
     let mut other = GpuModel::load(GpuContext::new().await.expect("gpu"), &file, &other_load)

@@ -144,6 +144,7 @@ fn gemma3_on_the_gpu_meets_the_exact_reference() {
             n_ctx: Some(384),
             max_batch: Some(64),
             kv_f16: Some(false),
+            strategy: None,
         };
         let mut text = TextModel::load(ctx, &bytes, &options).await.expect("load");
         // No template in this (base-model) file: Gemma 3's turn format is the fallback, with one
@@ -162,8 +163,9 @@ fn gemma3_on_the_gpu_meets_the_exact_reference() {
             assert_eq!(ids, cases[i].prompt_ids, "chat rendering of {user:?}");
         }
         let gpu = text.gpu();
-        gpu.fused_available().expect("fused kernels run gemma3");
-        // Fused by default, except on a software adapter like CI's (see default_strategy).
+        gpu.check_strategy(Strategy::Fused)
+            .expect("fused kernels run gemma3");
+        // Fused by default, except on a software adapter like CI's (see the planner).
         let (_, why) = gpu.default_strategy();
         assert!(!why.contains("cannot run this model"), "{why}");
         // All ten prompts (two of ~250 tokens) with FUSELM_EXACT_ALL=1, as on the GPU machine

@@ -69,6 +69,7 @@ fn smollm2_every_strategy_meets_the_exact_reference() {
             n_ctx: Some(384),
             max_batch: Some(352),
             kv_f16: Some(false),
+            strategy: None,
         };
         let mut gpu = GpuModel::load_parsed(ctx, &gguf, &bytes, &options)
             .await
@@ -89,7 +90,7 @@ fn smollm2_every_strategy_meets_the_exact_reference() {
             // The grid megakernel's code path is checked on the synthetic models (lavapipe runs
             // it with one workgroup); here on GPUs (FUSELM_EXACT_ALL).
             let strategies: &[Strategy] = if all {
-                &Strategy::ALL
+                Strategy::ALL
             } else if index == CI_PROMPTS[0] {
                 &[Strategy::Fused, Strategy::Unfused, Strategy::Megakernel]
             } else if CI_PROMPTS.contains(&index) {

@@ -8,7 +8,7 @@
 mod common;
 
 use fuselm::gguf::{GgmlType, Gguf};
-use fuselm::gpu::GpuContext;
+use fuselm::gpu::{ContextOptions, GpuContext};
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
 use fuselm::model::{CpuReferenceModel, GenerationRequest, GpuModel, LoadOptions, Strategy};
 use fuselm::sampling::SamplingOptions;
@@ -167,6 +167,7 @@ async fn gpu_forward_matches_cpu_reference() {
             n_ctx: Some(64),
             max_batch: Some(8),
             kv_f16: Some(false),
+            strategy: None,
         };
         let mut gpu = GpuModel::load(ctx, &bytes, &options)
             .await
@@ -211,11 +212,11 @@ async fn gpu_forward_matches_cpu_reference() {
         // gives the same ids on every strategy.
         let greedy = SamplingOptions::default().resolve(&[]).expect("greedy");
         // The fused kernels implement every architecture switch.
-        gpu.fused_available()
+        gpu.check_strategy(Strategy::Fused)
             .expect("fused kernels run every architecture");
         // The megakernel runs llama-family blocks (the others get a typed error).
-        let mega = match gpu.megakernel_available().await {
-            Ok(()) => true,
+        let mega = match gpu.prepare_strategy(Strategy::Megakernel).await {
+            Ok(_) => true,
             Err(e) => {
                 assert_eq!(e.kind().as_str(), "invalid-model", "{name}: {e}");
                 false
@@ -313,14 +314,18 @@ async fn gpu_forward_matches_cpu_reference() {
 /// Whether the grid megakernel runs here: natively it must (every wgpu Vulkan adapter has
 /// coherent storage), in a browser it must refuse with a typed error.
 async fn grid_runs(gpu: &mut fuselm::model::GpuModel, name: &str) -> bool {
-    let r = gpu.megakernel_grid_ready().await;
+    let r = gpu.prepare_strategy(Strategy::MegakernelGrid).await;
     if cfg!(target_arch = "wasm32") {
         let e = r.expect_err("no coherent storage in WebGPU");
         assert!(e.to_string().contains("coherent"), "{name}: {e}");
         false
     } else {
-        let n = r.unwrap_or_else(|e| panic!("{name}: grid megakernel: {e}"));
-        assert!(n >= 1, "{name}: discovered {n} workgroups");
+        r.unwrap_or_else(|e| panic!("{name}: grid megakernel: {e}"));
+        let n = gpu.strategy_workgroups(Strategy::MegakernelGrid);
+        assert!(
+            n.is_some_and(|n| n >= 1),
+            "{name}: discovered {n:?} workgroups"
+        );
         true
     }
 }
@@ -332,12 +337,18 @@ gpu_test!(
 
 /// The default synthetic llama with a 64-token context.
 async fn small_model() -> GpuModel {
+    small_model_with(ContextOptions::default()).await
+}
+
+/// [`small_model`] on a context made with `context`.
+async fn small_model_with(context: ContextOptions) -> GpuModel {
     let bytes = synthetic_llama(&SyntheticSpec::default());
-    let ctx = GpuContext::new().await.expect("gpu");
+    let ctx = GpuContext::with_options(context).await.expect("gpu");
     let options = LoadOptions {
         n_ctx: Some(64),
         max_batch: Some(8),
         kv_f16: Some(false),
+        strategy: None,
     };
     GpuModel::load(ctx, &bytes, &options)
         .await
@@ -375,15 +386,18 @@ gpu_test!(
 );
 
 /// The grid megakernel's guard: with more workgroups than the adapter runs at once (lavapipe
-/// runs one per CPU thread; an H200 at most 132 SMs × 8) a grid barrier's bounded spin gives up, and the generation ends
-/// in a typed error instead of a hang; the model stays usable, and the discovered count (1
-/// on a software adapter) gives the ids of the one-workgroup megakernel, also with several
-/// grid workgroups where the adapter keeps them resident (checked on GPUs by the bench).
+/// runs one per CPU thread; an H200 at most 132 SMs × 8) a grid barrier's bounded spin gives
+/// up, and the generation ends in a typed error instead of a hang; the model stays usable. (With
+/// the discovered count, 1 on a software adapter, the grid megakernel's ids equal the other
+/// strategies': `gpu_forward_matches_cpu_reference`; with several grid workgroups where the
+/// adapter keeps them resident, the bench checks it on GPUs.)
 #[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn grid_megakernel_times_out_instead_of_hanging() {
     pollster::block_on(async {
-        let mut gpu = small_model().await;
+        let mut context = ContextOptions::default();
+        context.tuning.grid_workgroups = Some(4096);
+        let mut gpu = small_model_with(context).await;
         let prompt: Vec<u32> = b"grid".iter().map(|&b| u32::from(b)).collect();
         let request = |strategy| GenerationRequest {
             prompt: &prompt,
@@ -398,18 +412,16 @@ fn grid_megakernel_times_out_instead_of_hanging() {
             .await
             .expect("megakernel")
             .tokens;
-        gpu.set_grid_workgroups(Some(4096));
         let err = gpu
             .generate(&request(Strategy::MegakernelGrid), &mut |_| true)
             .await
             .expect_err("4,096 workgroups cannot all run at once");
         assert_eq!(err.kind().as_str(), "gpu", "{err}");
         assert!(err.to_string().contains("timed out"), "{err}");
-        gpu.set_grid_workgroups(None);
         let again = gpu
-            .generate(&request(Strategy::MegakernelGrid), &mut |_| true)
+            .generate(&request(Strategy::Megakernel), &mut |_| true)
             .await
-            .expect("grid megakernel after a timeout");
+            .expect("megakernel after a timeout");
         assert_eq!(again.tokens, expected);
         assert_eq!(
             gpu.generate(&request(Strategy::Fused), &mut |_| true)
@@ -477,6 +489,7 @@ async fn f16_kv_cache_is_close_to_reference() {
         n_ctx: Some(64),
         max_batch: Some(8),
         kv_f16: Some(true),
+        strategy: None,
     };
     let mut gpu = GpuModel::load(ctx, &bytes, &options)
         .await
@@ -539,6 +552,7 @@ async fn crosses_attention_chunks(spec: &SyntheticSpec) {
         n_ctx: Some(300),
         max_batch: Some(64),
         kv_f16: Some(false),
+        strategy: None,
     };
     let mut gpu = GpuModel::load(ctx, &bytes, &options)
         .await

@@ -26,6 +26,7 @@ async fn load_with(n_ctx: u32) -> TextModel {
         n_ctx: Some(n_ctx),
         max_batch: Some(16),
         kv_f16: None,
+        strategy: None,
     };
     TextModel::load(ctx, &bytes, &options)
         .await
@@ -295,6 +296,7 @@ async fn streaming_loader_matches_whole_file() {
         n_ctx: Some(N_CTX),
         max_batch: Some(16),
         kv_f16: None,
+        strategy: None,
     };
     let plain = GenerateOptions {
         max_tokens: Some(10),

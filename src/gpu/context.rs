@@ -65,7 +65,7 @@ pub struct ContextOptions {
     /// Compile the kernels with Naga's forced loop bounding too (wgpu's full runtime checks;
     /// see [`GpuContext::shader`] for why it is off by default).
     pub force_loop_bounding: bool,
-    /// Overrides of the fused kernels' launch parameters.
+    /// Overrides of the kernels' launch parameters.
     pub tuning: KernelTuning,
 }
 

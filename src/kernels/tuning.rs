@@ -1,4 +1,4 @@
-//! Measurement overrides of the fused kernels' launch parameters.
+//! Measurement overrides of the kernels' launch parameters.
 //!
 //! Each parameter has a measured rule (documented where it is computed, with the measurements
 //! in bench/NOTES.md); [`KernelTuning::default`] overrides none of them, and that is what every
@@ -9,7 +9,7 @@
 
 use crate::error::{FuselmError, Result};
 
-/// Overrides of the fused kernels' measured launch parameters; `None` keeps the measured rule.
+/// Overrides of the kernels' measured launch parameters; `None` keeps the measured rule.
 /// Out-of-range values are refused when the context is created ([`KernelTuning::check`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KernelTuning {
@@ -42,6 +42,10 @@ pub struct KernelTuning {
     pub attention_heads_per_group: Option<u32>,
     /// Lanes per row of the output head (`head_logits`; 32, 64, 128 or 256). Default: 32.
     pub head_lanes: Option<u32>,
+    /// Workgroups of the grid megakernel (strategy `megakernel-grid`; at least 1, and within
+    /// the adapter's dispatch limit when it runs). Default: what its occupancy discovery
+    /// measures on the adapter (1 on a software adapter).
+    pub grid_workgroups: Option<u32>,
 }
 
 /// One tunable parameter: its name (`--tune name=value`), the environment variable the CLI
@@ -53,7 +57,7 @@ struct Parameter {
     field: fn(&mut KernelTuning) -> &mut Option<u32>,
 }
 
-const PARAMETERS: [Parameter; 9] = [
+const PARAMETERS: [Parameter; 10] = [
     Parameter {
         name: "lanes",
         var: "FUSELM_LANES",
@@ -107,6 +111,12 @@ const PARAMETERS: [Parameter; 9] = [
         var: "FUSELM_HEAD_LANES",
         ok: |v| [32, 64, 128, 256].contains(&v),
         field: |t| &mut t.head_lanes,
+    },
+    Parameter {
+        name: "grid-workgroups",
+        var: "FUSELM_GRID_WORKGROUPS",
+        ok: |v| v >= 1,
+        field: |t| &mut t.grid_workgroups,
     },
 ];
 
@@ -166,6 +176,6 @@ mod tests {
         assert_eq!(t.lanes, Some(64), "a refused value changes nothing");
         assert!(t.set("down-rpl", 3).is_err());
         assert!(t.set("no-such", 1).is_err());
-        assert_eq!(KernelTuning::names().count(), 9);
+        assert_eq!(KernelTuning::names().count(), 10);
     }
 }

@@ -83,7 +83,7 @@ impl WeightFormat {
     ];
 
     /// The GPU format for a ggml type (every type the GGUF reader decodes has one; other type
-    /// ids are refused by the reader and `gpu_model::check_fit`).
+    /// ids are refused by the reader and `shared::check_fit`).
     pub fn from_ggml(ty: GgmlType) -> Result<Self> {
         Ok(match ty {
             GgmlType::F32 => WeightFormat::F32,

@@ -1,10 +1,14 @@
 //! Every buffer a forward pass writes, preallocated once at load: activations for up to
-//! `max_batch` tokens, the `state` and `tokens` buffers, and a fixed-capacity KV cache.
+//! `max_batch` tokens, the `state` and `tokens` buffers, a fixed-capacity KV cache, and the GPU
+//! sampler's buffers.
 
+use super::gpu_weights::ModelWeights;
 use crate::error::{FuselmError, Result};
 use crate::gguf::ModelConfig;
 use crate::gpu::GpuContext;
+use crate::kernels::sample::{head_groups, select_lists};
 use crate::kernels::{stack_views, BufferView, DecodeState, KvFormat};
+use crate::sampling::{SamplerParams, MAX_CANDIDATES};
 
 pub struct Activations {
     pub n_ctx: u32,
@@ -40,10 +44,10 @@ pub struct Activations {
 }
 
 fn f32s(ctx: &GpuContext, label: &str, len: u64) -> Result<wgpu::Buffer> {
-    storage(ctx, label, len * 4)
+    checked_storage(ctx, label, len * 4)
 }
 
-fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> Result<wgpu::Buffer> {
+fn checked_storage(ctx: &GpuContext, label: &str, bytes: u64) -> Result<wgpu::Buffer> {
     let bytes = bytes.max(4).div_ceil(4) * 4;
     let limits = ctx.device.limits();
     let cap = limits
@@ -92,12 +96,12 @@ impl Activations {
                 let mut k = Vec::with_capacity(layers);
                 let mut v = Vec::with_capacity(layers);
                 for i in 0..c.n_layers {
-                    k.push(BufferView::whole(storage(
+                    k.push(BufferView::whole(checked_storage(
                         ctx,
                         &format!("k_cache.{i}"),
                         cache_bytes,
                     )?));
-                    v.push(BufferView::whole(storage(
+                    v.push(BufferView::whole(checked_storage(
                         ctx,
                         &format!("v_cache.{i}"),
                         cache_bytes,
@@ -145,5 +149,61 @@ impl Activations {
             v_cache,
             kv_stride,
         })
+    }
+}
+
+/// The GPU sampler's buffers beyond [`Activations`], shared by the strategies that sample on
+/// the GPU (fused, the megakernels).
+pub struct SamplerBuffers {
+    /// [`SamplerParams`], written by the host once per generation.
+    pub params: wgpu::Buffer,
+    /// `[vocab]` u32: occurrences of each id in the penalty window.
+    pub counts: wgpu::Buffer,
+    /// `[head groups]` (f32 bits, id): each head workgroup's best logit.
+    pub best: wgpu::Buffer,
+    /// `[lists, MAX_CANDIDATES]` (z bits, id): per-slice candidates.
+    pub cand: wgpu::Buffer,
+}
+
+/// A storage buffer of at least `bytes` (rounded up to 16) that can be written and copied from.
+pub(crate) fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes.max(16).div_ceil(16) * 16,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
+impl SamplerBuffers {
+    pub fn new(ctx: &GpuContext, weights: &ModelWeights, vocab: u32) -> Self {
+        Self {
+            params: storage(
+                ctx,
+                "sampler params",
+                std::mem::size_of::<SamplerParams>() as u64,
+            ),
+            counts: storage(ctx, "penalty counts", u64::from(vocab) * 4),
+            best: storage(
+                ctx,
+                "head bests",
+                u64::from(head_groups(weights.head())) * 8,
+            ),
+            cand: storage(
+                ctx,
+                "sample candidates",
+                u64::from(select_lists(vocab)) * u64::from(MAX_CANDIDATES) * 8,
+            ),
+        }
+    }
+
+    /// Bytes of these buffers.
+    pub fn bytes(&self) -> u64 {
+        [&self.params, &self.counts, &self.best, &self.cand]
+            .into_iter()
+            .map(|b| b.size())
+            .sum()
     }
 }

@@ -7,9 +7,10 @@
 //! 32/64/128/256 with 1 and 4 layers, 64 tokens. Each configuration: one warm-up, then `runs`
 //! measured runs; medians with min/max. Greedy, no stop ids, so every run makes all its tokens.
 
-use super::generation::{GenerationRequest, Strategy, DEFAULT_CHUNK_TOKENS};
-use super::gpu_model::{GpuModel, LoadOptions};
+use super::generation::DEFAULT_CHUNK_TOKENS;
+use super::gpu_model::{GenerationRequest, GpuModel, LoadOptions};
 use super::profile::StepProfile;
+use super::strategy::Strategy;
 use super::synthetic::{synthetic_llama, SyntheticSpec};
 use crate::error::{FuselmError, Result};
 use crate::gguf::GgmlType;
@@ -174,17 +175,14 @@ async fn measure(
     runs: u32,
     chunk: u32,
 ) -> Result<GenerationBenchRow> {
+    // The megakernels run the whole generation in one dispatch.
+    let one_dispatch = model.strategy(strategy).one_dispatch();
     let request = GenerationRequest {
         prompt: &w.prompt,
         max_tokens: w.new_tokens,
         strategy,
         sampler: SamplingOptions::default().resolve(&[])?,
-        // The megakernel runs the whole generation in one dispatch.
-        chunk_tokens: if strategy.is_megakernel() {
-            w.new_tokens
-        } else {
-            chunk
-        },
+        chunk_tokens: model.strategy(strategy).timed_chunk(chunk, w.new_tokens),
         reuse_prefix: false,
     };
     model.generate(&request, &mut |_| true).await?; // warm-up
@@ -197,7 +195,7 @@ async fn measure(
         let steps = g.tokens.len().saturating_sub(1) as f64;
         let total = g.prefill_seconds + g.decode_seconds;
         e2e.push(g.tokens.len() as f64 / total.max(1e-9));
-        decode.push(if strategy.is_megakernel() {
+        decode.push(if one_dispatch {
             g.tokens.len() as f64 / total.max(1e-9)
         } else if g.decode_seconds > 0.0 {
             steps / g.decode_seconds
@@ -256,29 +254,19 @@ async fn bench_model(
     for w in workloads {
         let mut results = Vec::new();
         for &strategy in strategies {
-            let available = match strategy {
-                Strategy::Fused => model.fused_available(),
-                Strategy::Megakernel => model.megakernel_available().await,
-                Strategy::MegakernelGrid => model.megakernel_grid_ready().await.map(|n| {
-                    notes.push(format!(
-                        "{}: megakernel-grid runs {n} workgroups (occupancy discovery: {})",
-                        w.name,
-                        model
-                            .grid_discovered()
-                            .map_or("not run".to_string(), |d| d.to_string())
-                    ));
-                }),
-                Strategy::Unfused => Ok(()),
-            };
-            if let Err(e) = available {
-                notes.push(format!("{}: {} skipped: {e}", w.name, strategy.name()));
-                continue;
+            match model.prepare_strategy(strategy).await {
+                Ok(Some(note)) => notes.push(format!("{}: {note}", w.name)),
+                Ok(None) => {}
+                Err(e) => {
+                    notes.push(format!("{}: {} skipped: {e}", w.name, strategy.name()));
+                    continue;
+                }
             }
             match measure(model, w, strategy, runs, chunk).await {
                 Ok(r) => results.push(r),
                 // An adapter that cuts long dispatches short (lavapipe's loop limit) stops
                 // the megakernel on large models: a note, not a failed benchmark.
-                Err(e) if strategy.is_megakernel() => {
+                Err(e) if model.strategy(strategy).one_dispatch() => {
                     notes.push(format!("{}: {} failed: {e}", w.name, strategy.name()));
                 }
                 Err(e) => return Err(e),
@@ -311,7 +299,7 @@ async fn bench_model(
             }
         }
         for mut r in results {
-            r.speedup_vs_unfused = if r.strategy.is_megakernel() {
+            r.speedup_vs_unfused = if model.strategy(r.strategy).one_dispatch() {
                 unfused_e2e
                     .filter(|u| *u > 0.0)
                     .map(|u| r.end_to_end_tokens_per_second.median / u)
@@ -397,12 +385,16 @@ pub async fn bench(
 }
 
 /// [`bench`] with every model's device context created with `context` (kernel measurement
-/// settings; the native CLI's `--tune`).
+/// settings; the native CLI's `--tune`). `options.grid_workgroups` overrides its
+/// `tuning.grid_workgroups`.
 pub async fn bench_with(
     model: Option<&[u8]>,
     options: &GenerationBenchOptions,
-    context: ContextOptions,
+    mut context: ContextOptions,
 ) -> Result<GenerationBenchReport> {
+    if options.grid_workgroups.is_some() {
+        context.tuning.grid_workgroups = options.grid_workgroups;
+    }
     let runs = options.runs.unwrap_or(5).max(1);
     let chunk = options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS).max(1);
     let mut rows = Vec::new();
@@ -421,9 +413,9 @@ pub async fn bench_with(
             n_ctx: Some(if long { 1152 } else { 320 }),
             max_batch: Some(128),
             kv_f16: Some(false),
+            strategy: None,
         };
         let mut m = GpuModel::load(GpuContext::with_options(context).await?, bytes, &load).await?;
-        m.set_grid_workgroups(options.grid_workgroups);
         let vocab = m.config().vocab_size;
         let mut workloads = vec![
             Workload {
@@ -453,10 +445,11 @@ pub async fn bench_with(
             &mut warnings,
         )
         .await?;
-        if options.profile.unwrap_or(false) && m.fused_available().is_ok() {
-            profile.push(m.profile_fused(&prompt_of(16, vocab), 5).await?);
+        if options.profile.unwrap_or(false) && m.check_strategy(Strategy::Fused).is_ok() {
+            profile.push(m.profile(Strategy::Fused, &prompt_of(16, vocab), 5).await?);
             if long {
-                profile.push(m.profile_fused(&prompt_of(1000, vocab), 5).await?);
+                let prompt = prompt_of(1000, vocab);
+                profile.push(m.profile(Strategy::Fused, &prompt, 5).await?);
             }
         }
     }
@@ -485,10 +478,10 @@ pub async fn bench_with(
                     n_ctx: Some(128),
                     max_batch: Some(16),
                     kv_f16: Some(false),
+                    strategy: None,
                 };
                 let mut m =
                     GpuModel::load(GpuContext::with_options(context).await?, &file, &load).await?;
-                m.set_grid_workgroups(options.grid_workgroups);
                 let w = Workload {
                     name: format!("toy d{d} L{layers}, 64 tokens"),
                     prompt: (1..9).collect(),

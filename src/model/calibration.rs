@@ -1,22 +1,22 @@
 //! The planner's optional calibration: a short greedy generation with every strategy that can
-//! win on this model and device, timed end to end (prompt included, as `fuselm bench` ranks
+//! win on this model and device (each registered strategy says whether it can:
+//! `GenerationStrategy::calibrates`), timed end to end (prompt included, as `fuselm bench` ranks
 //! them); the fastest becomes the model's default strategy. The result carries a key (crate
 //! version, adapter, model shape), so an app can cache it and apply it on a later load
 //! ([`GpuModel::use_calibration`]) instead of measuring again.
 
 use super::bench::Spread;
-use super::generation::{GenerationRequest, Strategy};
-use super::gpu_model::GpuModel;
+use super::generation::DEFAULT_CHUNK_TOKENS;
+use super::gpu_model::{GenerationRequest, GpuModel};
+use super::strategy::planner::Planner;
+use super::strategy::seam::Pitch;
+use super::strategy::Strategy;
 use crate::error::{FuselmError, Result};
 use crate::sampling::SamplingOptions;
 use serde::{Deserialize, Serialize};
 
 /// Prompt tokens of a calibration run (ids 1..=8: any vocabulary has them).
 const PROMPT_TOKENS: u32 = 8;
-/// The megakernel is not timed while a token streams more than this many times its planner
-/// limit of weights: it loses by an order of magnitude there (SmolLM2 on the H200: 27 tok/s vs
-/// fused 1,331), and timing it would copy the weights into its arena.
-const MEGAKERNEL_TIMING_FACTOR: u64 = 8;
 
 /// Settings of [`GpuModel::calibrate`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -72,8 +72,9 @@ pub struct Calibration {
 impl GpuModel {
     /// The key a calibration of this model on this adapter carries.
     pub fn calibration_key(&self) -> String {
-        let id = &self.ctx.identity;
-        let c = &self.config;
+        let m = &self.shared;
+        let id = &m.ctx.identity;
+        let c = &m.config;
         format!(
             "fuselm {} | {} {} {} {} | {} L{} d{} ff{} h{}/{} v{} | {} B/token | ctx {}",
             env!("CARGO_PKG_VERSION"),
@@ -88,16 +89,16 @@ impl GpuModel {
             c.n_head,
             c.n_head_kv,
             c.vocab_size,
-            self.decode_weight_bytes(),
-            self.acts.n_ctx
+            m.decode_weight_bytes(),
+            m.acts.n_ctx
         )
     }
 
     /// Times a short greedy generation with every strategy that can win here and makes the
     /// fastest (end to end) the default strategy. Takes about `(runs + 1) × tokens` tokens of
     /// generation per strategy. The megakernel is skipped where a token streams far more
-    /// weights than the planner's limit for it; if it is timed but not chosen, its arena is
-    /// freed again.
+    /// weights than the planner's limit for it; a strategy timed but not chosen gives back
+    /// what it built for the timing (the megakernel's arena).
     pub async fn calibrate(&mut self, options: &CalibrateOptions) -> Result<Calibration> {
         let runs = options.runs.unwrap_or(3);
         if !(1..=10).contains(&runs) {
@@ -111,7 +112,7 @@ impl GpuModel {
                 "calibration tokens must be 1–256, got {asked}"
             )));
         }
-        let n_ctx = self.acts.n_ctx;
+        let n_ctx = self.n_ctx();
         if n_ctx < PROMPT_TOKENS + 1 {
             return Err(FuselmError::InvalidArgument(format!(
                 "calibration needs a context of at least {} tokens, this model was loaded with {n_ctx}",
@@ -121,39 +122,24 @@ impl GpuModel {
         let tokens = asked.min(n_ctx - PROMPT_TOKENS);
         let prompt: Vec<u32> = (1..=PROMPT_TOKENS).collect();
         let mut skipped = Vec::new();
-        let mut candidates = vec![Strategy::Unfused];
-        match self.fused_available() {
-            Ok(()) => candidates.push(Strategy::Fused),
-            Err(e) => skipped.push(format!("fused: {e}")),
-        }
-        let limit = self.megakernel_limit();
-        let bytes = self.decode_weight_bytes();
-        if bytes > MEGAKERNEL_TIMING_FACTOR * limit {
-            skipped.push(format!(
-                "megakernel: a token streams {} KB of weights, far beyond where one workgroup \
-                 can win (the planner's limit here is {} KB)",
-                bytes / 1000,
-                limit / 1000
-            ));
-        } else {
-            match self.megakernel_available().await {
-                Ok(()) => candidates.push(Strategy::Megakernel),
-                Err(e) => skipped.push(format!("megakernel: {e}")),
+        let mut candidates = Vec::new();
+        for s in Planner::candidates(&self.strategies, &self.shared) {
+            match self.strategies.get_mut(s).calibrates(&self.shared).await {
+                Ok(()) => candidates.push(s),
+                Err(why) => skipped.push(format!("{}: {why}", s.name())),
             }
         }
         let sampler = SamplingOptions::default().resolve(&[])?;
         let mut results = Vec::new();
-        for strategy in candidates {
+        for &strategy in &candidates {
             let request = GenerationRequest {
                 prompt: &prompt,
                 max_tokens: tokens,
                 strategy,
                 sampler,
-                chunk_tokens: if strategy == Strategy::Megakernel {
-                    tokens
-                } else {
-                    super::generation::DEFAULT_CHUNK_TOKENS
-                },
+                chunk_tokens: self
+                    .strategy(strategy)
+                    .timed_chunk(DEFAULT_CHUNK_TOKENS, tokens),
                 reuse_prefix: false,
             };
             self.generate(&request, &mut |_| true).await?; // warm-up: pipelines, arenas
@@ -184,13 +170,14 @@ impl GpuModel {
             if others.is_empty() { "" } else { " vs " },
             others
         );
-        if best != Strategy::Megakernel && matches!(self.mega, Some(Ok(_))) {
-            // Timed, not chosen: give its arena back (it is rebuilt if asked for by name).
-            self.mega = None;
-            self.kv_in_mega = false;
-            self.kv_valid.clear();
+        for &s in candidates.iter().filter(|&&s| s != best) {
+            // Timed, not chosen: give back what it built (rebuilt if asked for by name).
+            if self.strategies.get_mut(s).release() && self.kv_owner == Some(s) {
+                self.kv_owner = None;
+                self.kv_valid.clear();
+            }
         }
-        self.calibrated = Some((best, reason.clone()));
+        self.planner.set(best, reason.clone());
         Ok(Calibration {
             key: self.calibration_key(),
             strategy: best,
@@ -214,24 +201,15 @@ impl GpuModel {
                 c.key
             )));
         }
-        match c.strategy {
-            Strategy::MegakernelGrid => {
-                return Err(FuselmError::InvalidArgument(
-                    "calibration chooses among fused, unfused and megakernel; the grid \
-                     megakernel is opt-in only"
-                        .into(),
-                ))
-            }
-            Strategy::Unfused => {}
-            Strategy::Fused => self.fused_available()?,
-            Strategy::Megakernel => {
-                super::megakernel::mega_shape(&self.config, self.acts.n_ctx)?;
-                if let Some(Err(e)) = &self.mega {
-                    return Err(super::generation::replay_mega(e));
-                }
-            }
+        let strategy = self.strategy(c.strategy);
+        if strategy.pitch(&self.shared) == Pitch::OptIn {
+            return Err(FuselmError::InvalidArgument(format!(
+                "calibration chooses among the strategies the planner does; {} is opt-in only",
+                c.strategy.name()
+            )));
         }
-        self.calibrated = Some((c.strategy, c.reason.clone()));
+        strategy.check(&self.shared)?;
+        self.planner.set(c.strategy, c.reason.clone());
         Ok(())
     }
 }

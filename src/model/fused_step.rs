@@ -9,76 +9,21 @@
 //! every remaining recorded kernel returns at once. Models with post-FFN norms (gemma3) add
 //! `fused_post_norm` before the head (see `kernels::fused_layer`).
 
-use super::activations::Activations;
+use super::activations::{storage, Activations, SamplerBuffers};
 use super::gpu_weights::ModelWeights;
+use super::profile::RoleCall;
 use crate::error::Result;
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
 use crate::kernels::fused_layer::uniform_array;
-use crate::kernels::sample::{head_groups, select_lists};
+use crate::kernels::sample::head_groups;
 use crate::kernels::{
     Embed, EmbedCall, FusedArch, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown,
     FusedFfnUp, FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, HeadLogits, HeadLogitsCall,
     KernelTuning, KvFormat, LayerAttention, LayerIndexing, LayerVectors, PassState, SampleCall,
     SampleChoose, SampleSelect, WeightFormat, NO_VECTOR,
 };
-use crate::sampling::{SamplerParams, MAX_CANDIDATES};
 use std::collections::HashMap;
-
-/// GPU buffers the fused step and the GPU sampler use beyond [`Activations`].
-pub struct SamplerBuffers {
-    /// [`SamplerParams`], written by the host once per generation.
-    pub params: wgpu::Buffer,
-    /// `[vocab]` u32: occurrences of each id in the penalty window.
-    pub counts: wgpu::Buffer,
-    /// `[head groups]` (f32 bits, id): each head workgroup's best logit.
-    pub best: wgpu::Buffer,
-    /// `[lists, MAX_CANDIDATES]` (z bits, id): per-slice candidates.
-    pub cand: wgpu::Buffer,
-}
-
-/// A storage buffer of at least `bytes` (rounded up to 16) that can be written and copied from.
-pub(super) fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
-    ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: bytes.max(16).div_ceil(16) * 16,
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_DST
-            | wgpu::BufferUsages::COPY_SRC,
-        mapped_at_creation: false,
-    })
-}
-
-impl SamplerBuffers {
-    pub fn new(ctx: &GpuContext, weights: &ModelWeights, vocab: u32) -> Self {
-        Self {
-            params: storage(
-                ctx,
-                "sampler params",
-                std::mem::size_of::<SamplerParams>() as u64,
-            ),
-            counts: storage(ctx, "penalty counts", u64::from(vocab) * 4),
-            best: storage(
-                ctx,
-                "head bests",
-                u64::from(head_groups(weights.head())) * 8,
-            ),
-            cand: storage(
-                ctx,
-                "sample candidates",
-                u64::from(select_lists(vocab)) * u64::from(MAX_CANDIDATES) * 8,
-            ),
-        }
-    }
-
-    /// Bytes of these buffers.
-    pub fn bytes(&self) -> u64 {
-        [&self.params, &self.counts, &self.best, &self.cand]
-            .into_iter()
-            .map(|b| b.size())
-            .sum()
-    }
-}
 
 /// The geometry of `config` for the fused kernels.
 pub fn fused_shape(c: &ModelConfig, n_ctx: u32, tuning: KernelTuning) -> FusedShape {
@@ -251,13 +196,6 @@ impl Choice {
     pub fn dispatches(&self, sampling: bool) -> u32 {
         self.head_dispatches + u32::from(sampling) + 1
     }
-}
-
-/// One dispatch of a fused step, for profiling: its role and the bytes it must stream.
-pub struct RoleCall<'a> {
-    pub role: &'static str,
-    pub bytes: u64,
-    pub record: Box<dyn Fn(&mut wgpu::ComputePass<'_>) + 'a>,
 }
 
 struct FusedLayer {

@@ -1,21 +1,26 @@
 //! A GGUF model resident on the GPU.
 //!
-//! Load uploads the weights quantized, compiles the kernels of every strategy and preallocates
-//! every buffer (KV cache of fixed capacity `n_ctx`), so nothing is allocated per token.
-//! Generation itself (the strategies) is in `generation.rs`; this file holds loading, the
-//! prefill shared by the strategies, and the logits entry points used by tests.
+//! Load uploads the weights quantized, builds what every strategy shares (`shared.rs`: the
+//! per-operation kernels and prefill, activations and KV cache of fixed capacity `n_ctx`, the
+//! sampler's buffers) and loads every registered strategy (`strategy/`), so nothing is allocated
+//! per token. `GpuModel` itself keeps the shared buffers, which prompt prefix the KV cache holds,
+//! and the planner's choice; a generation is handed to the strategy that runs it.
 
-use super::activations::Activations;
-use super::fused_step::{Fused, SamplerBuffers};
+use super::generation::{Progress, Run, TokenGeneration};
 use super::gpu_weights::ModelWeights;
-use super::step::{Kernels, Step, StepKind};
+use super::profile::StepProfile;
+use super::shared::{check_fit, LoadScopes, Shared, Sizes};
+use super::strategy::planner::Planner;
+use super::strategy::seam::GenerationStrategy;
+use super::strategy::{Strategies, Strategy};
 use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
-use crate::gpu::{read_buffer, GpuContext};
-use crate::kernels::{DecodeState, KvFormat};
+use crate::gpu::GpuContext;
+use crate::kernels::KvFormat;
+use crate::sampling::{SamplerParams, SamplingOptions};
 use serde::{Deserialize, Serialize};
 
-/// How to size a loaded model's buffers.
+/// How to size a loaded model's buffers, and the strategy it runs by default.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
@@ -35,56 +40,55 @@ pub struct LoadOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub kv_f16: Option<bool>,
-}
-
-/// Why a generation ended.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
-pub enum StopReason {
-    /// The model produced an end-of-generation token (not included in the output).
-    EndOfGeneration,
-    /// `maxTokens` were generated.
-    Length,
-    /// The text reached one of the `stop` sequences (not included in the output).
-    StopSequence,
-    /// The caller stopped it.
-    Aborted,
+    /// The strategy generations use when they name none, instead of the planner's choice
+    /// (`info.strategy` says which, until `calibrate` or `useCalibration` makes another the
+    /// default). Loading fails with the reason where it cannot run this model on this adapter.
+    /// Default: the planner's choice (fused on GPUs, unfused on software adapters, the
+    /// megakernel for very small models; `info.strategyReason` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub strategy: Option<Strategy>,
 }
 
 const DEFAULT_N_CTX: u32 = 2048;
 const DEFAULT_MAX_BATCH: u32 = 128;
 
-pub struct GpuModel {
-    pub(super) ctx: GpuContext,
-    pub(super) config: ModelConfig,
-    pub(super) weights: ModelWeights,
-    kernels: Kernels,
-    pub(super) acts: Activations,
-    kv: KvFormat,
-    pub(super) prefill: Step,
-    pub(super) decode: Step,
-    all_logits: Option<Step>,
-    pub(super) sampler: SamplerBuffers,
-    /// The fused decode step with its head and GPU sampler, or why this model cannot use it.
-    pub(super) fused: std::result::Result<Fused, FuselmError>,
-    /// The tokens whose KV-cache rows `0..len` are valid: what the last generation left behind,
-    /// so the next one can skip the prefill of a shared prefix (`reuse_prefix`).
-    pub(super) kv_valid: Vec<u32>,
-    /// Whether `kv_valid` describes the megakernel's own KV cache (else the shared one).
-    pub(super) kv_in_mega: bool,
-    /// The megakernel, built on its first use (it copies the weights into its arena), or why
-    /// this model cannot use it.
-    pub(super) mega: Option<std::result::Result<super::megakernel::MegaModel, FuselmError>>,
-    /// The default strategy and its reason from a calibration (`calibrate`, `use_calibration`),
-    /// which overrides the planner's rule of thumb.
-    pub(super) calibrated: Option<(super::generation::Strategy, String)>,
-    /// The grid megakernel's workgroup count, if the caller fixed one.
-    pub(super) grid_workgroups: Option<u32>,
-    /// What the grid megakernel's occupancy discovery measured (on its first use).
-    pub(super) grid_discovered: Option<u32>,
-    /// Staging buffers for the fused strategy's token readbacks, reused across chunks.
-    pub(super) staging: crate::gpu::StagingPool,
+impl LoadOptions {
+    /// KV capacity, prefill batch and KV format of a load of `config`.
+    pub(crate) fn sizes(&self, config: &ModelConfig) -> Sizes {
+        let n_ctx = self
+            .n_ctx
+            .unwrap_or(config.context_length.min(DEFAULT_N_CTX))
+            .max(1);
+        let max_batch = self.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, n_ctx);
+        let kv = if self.kv_f16.unwrap_or(false) {
+            KvFormat::F16
+        } else {
+            KvFormat::F32
+        };
+        Sizes {
+            n_ctx,
+            max_batch,
+            kv,
+        }
+    }
+}
+
+/// One generation's inputs, in token ids.
+#[derive(Debug, Clone)]
+pub struct GenerationRequest<'a> {
+    pub prompt: &'a [u32],
+    pub max_tokens: u32,
+    pub strategy: Strategy,
+    /// Resolved sampling settings, including the stop ids.
+    pub sampler: SamplerParams,
+    /// Fused: the most decode steps per compute pass (`ChunkRamp` picks each chunk's);
+    /// megakernel: tokens per dispatch (the host sees tokens at these boundaries).
+    pub chunk_tokens: u32,
+    /// Keep the KV-cache rows of the longest prefix this prompt shares with what the previous
+    /// generation left in the cache, and prefill only the rest (multi-turn chat). Off: a fresh
+    /// context, every prompt token prefilled.
+    pub reuse_prefix: bool,
 }
 
 /// GPU memory a loaded model holds, in bytes.
@@ -115,98 +119,16 @@ pub struct QuantUse {
     pub bytes: u64,
 }
 
-/// KV capacity, prefill batch and KV format of a load.
-pub(crate) fn sizes(config: &ModelConfig, options: &LoadOptions) -> (u32, u32, KvFormat) {
-    let n_ctx = options
-        .n_ctx
-        .unwrap_or(config.context_length.min(DEFAULT_N_CTX))
-        .max(1);
-    let max_batch = options
-        .max_batch
-        .unwrap_or(DEFAULT_MAX_BATCH)
-        .clamp(1, n_ctx);
-    let kv = if options.kv_f16.unwrap_or(false) {
-        KvFormat::F16
-    } else {
-        KvFormat::F32
-    };
-    (n_ctx, max_batch, kv)
-}
-
-/// Refuses a model that cannot fit the adapter before anything is uploaded (the streaming loader
-/// calls it as soon as the header has arrived, before the weights are downloaded): weights with
-/// no GPU kernel, a weight row or an activation/KV buffer over the adapter's binding limit.
-pub(crate) fn check_fit(
-    ctx: &GpuContext,
-    config: &ModelConfig,
-    gguf: &Gguf,
-    options: &LoadOptions,
-) -> Result<()> {
-    ModelWeights::check_supported(config)?;
-    let limits = ctx.device.limits();
-    let cap = limits
-        .max_storage_buffer_binding_size
-        .min(limits.max_buffer_size);
-    let over = |needed: u64| -> Result<()> {
-        if needed > cap {
-            return Err(FuselmError::LimitExceeded {
-                limit: "maxStorageBufferBindingSize",
-                needed,
-                available: cap,
-            });
-        }
-        Ok(())
-    };
-    for t in gguf.tensors() {
-        if !super::gpu_weights::is_model_tensor(&t.name, config) {
-            continue;
-        }
-        let ty = t.ggml_type()?;
-        if super::gpu_weights::is_vector(&t.name) {
-            continue;
-        }
-        let format = crate::kernels::WeightFormat::from_ggml(ty)?;
-        over(format.gpu_row_bytes(t.dims.first().copied().unwrap_or(1)))?;
-    }
-    let (n_ctx, max_batch, kv) = sizes(config, options);
-    let kv_dim = u64::from(config.n_head_kv) * u64::from(config.head_dim);
-    over(kv_dim * u64::from(n_ctx) * kv.bytes())?;
-    let widest = u64::from(
-        config
-            .n_ff
-            .max(config.n_embd)
-            .max(config.n_head * config.head_dim),
-    );
-    over(u64::from(max_batch) * widest * 4)?;
-    over(u64::from(config.vocab_size) * 4)?;
-    Ok(())
-}
-
-/// The out-of-memory and validation error scopes around a load; popped into a typed error.
-/// Fields drop in order, so `invalid` (pushed last) is popped first on an early return.
-pub(crate) struct LoadScopes {
-    invalid: wgpu::ErrorScopeGuard,
-    oom: wgpu::ErrorScopeGuard,
-}
-
-impl LoadScopes {
-    pub(crate) fn push(ctx: &GpuContext) -> Self {
-        let oom = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let invalid = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        Self { invalid, oom }
-    }
-
-    pub(crate) async fn pop(self) -> Result<()> {
-        if let Some(e) = self.invalid.pop().await {
-            return Err(FuselmError::Gpu(format!("loading the model: {e}")));
-        }
-        if let Some(e) = self.oom.pop().await {
-            return Err(FuselmError::Gpu(format!(
-                "loading the model: the GPU ran out of memory ({e}); try a smaller nCtx or model"
-            )));
-        }
-        Ok(())
-    }
+pub struct GpuModel {
+    pub(super) shared: Shared,
+    pub(super) strategies: Strategies,
+    pub(super) planner: Planner,
+    /// The tokens whose KV-cache rows `0..len` are valid: what the last generation left behind,
+    /// so the next one can skip the prefill of a shared prefix (`reuse_prefix`).
+    pub(super) kv_valid: Vec<u32>,
+    /// Whose KV cache `kv_valid` describes: a strategy with its own, or `None` for the shared
+    /// one.
+    pub(super) kv_owner: Option<Strategy>,
 }
 
 impl GpuModel {
@@ -223,7 +145,7 @@ impl GpuModel {
         options: &LoadOptions,
     ) -> Result<Self> {
         let config = ModelConfig::from_gguf(gguf)?;
-        check_fit(&ctx, &config, gguf, options)?;
+        check_fit(&ctx, &config, gguf, options.sizes(&config))?;
         // Out-of-memory and validation errors while uploading and binding become a typed error
         // (natively wgpu would otherwise panic; browsers would only log them).
         let scopes = LoadScopes::push(&ctx);
@@ -236,50 +158,35 @@ impl GpuModel {
     pub(crate) async fn from_weights(
         ctx: GpuContext,
         config: ModelConfig,
-        mut weights: ModelWeights,
+        weights: ModelWeights,
         options: &LoadOptions,
         scopes: LoadScopes,
     ) -> Result<Self> {
-        let (n_ctx, max_batch, kv) = sizes(&config, options);
-        weights.stack_layers(&ctx);
+        let sizes = options.sizes(&config);
         let built = async {
-            let kernels = Kernels::new(&ctx, &weights, kv).await?;
-            let acts = Activations::new(&ctx, &config, n_ctx, max_batch, kv, false)?;
-            let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
-            let decode = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Decode)?;
-            let sampler = SamplerBuffers::new(&ctx, &weights, config.vocab_size);
-            let fused = Fused::bind(&ctx, &config, &weights, &acts, &sampler, kv).await;
-            Ok::<_, FuselmError>((kernels, acts, prefill, decode, sampler, fused))
+            let shared = Shared::build(ctx, config, weights, sizes).await?;
+            let strategies = Strategies::load(&shared).await?;
+            Ok::<_, FuselmError>((shared, strategies))
         }
         .await;
         scopes.pop().await?;
-        let (kernels, acts, prefill, decode, sampler, fused) = built?;
+        let (shared, strategies) = built?;
+        if let Some(s) = options.strategy {
+            strategies.get(s).check(&shared)?;
+        }
         Ok(Self {
-            ctx,
-            config,
-            weights,
-            kernels,
-            acts,
-            kv,
-            prefill,
-            decode,
-            all_logits: None,
-            sampler,
-            fused,
+            shared,
+            strategies,
+            planner: Planner::new(options.strategy),
             kv_valid: Vec::new(),
-            kv_in_mega: false,
-            mega: None,
-            calibrated: None,
-            grid_workgroups: None,
-            grid_discovered: None,
-            staging: crate::gpu::StagingPool::default(),
+            kv_owner: None,
         })
     }
 
     /// The weight matrices' formats: how many matrices and GPU bytes each format has.
     pub fn quant_types(&self) -> Vec<QuantUse> {
         let mut out: Vec<QuantUse> = Vec::new();
-        for w in self.weights.matrices() {
+        for w in self.shared.weights.matrices() {
             let name = w.format.ggml().name();
             match out.iter_mut().find(|q| q.ggml_type == name) {
                 Some(q) => {
@@ -298,7 +205,8 @@ impl GpuModel {
 
     /// GPU memory this model holds, by purpose.
     pub fn memory(&self) -> MemoryUse {
-        let a = &self.acts;
+        let m = &self.shared;
+        let a = &m.acts;
         let kv_cache: u64 = a.k_cache.iter().chain(&a.v_cache).map(|b| b.size).sum();
         let mut activations: u64 = [
             &a.state, &a.tokens, &a.x, &a.xn, &a.q, &a.k, &a.v, &a.att, &a.o, &a.gate, &a.up,
@@ -308,12 +216,9 @@ impl GpuModel {
         .map(|b| b.size())
         .sum();
         activations += a.logits_all.as_ref().map_or(0, |b| b.size());
-        activations += self.sampler.bytes();
-        let weights = self.weights.gpu_bytes();
-        let megakernel = match &self.mega {
-            Some(Ok(m)) => m.bytes(),
-            _ => 0,
-        };
+        activations += m.sampler.bytes();
+        let weights = m.weights.gpu_bytes();
+        let megakernel = self.strategies.bytes();
         MemoryUse {
             weights,
             kv_cache,
@@ -325,195 +230,209 @@ impl GpuModel {
 
     /// Bytes of one KV-cache value (4 for f32, 2 for f16).
     pub fn kv_bytes_per_value(&self) -> u64 {
-        self.kv.bytes()
+        self.shared.kv.bytes()
     }
 
     /// Bytes of the output head on the GPU.
     pub fn head_bytes(&self) -> u64 {
-        self.weights.head().gpu_bytes()
+        self.shared.head_bytes()
     }
 
     /// Weight bytes one decode step streams: every layer matrix and the output head (the
     /// norms and one embedding row are negligible and not counted).
     pub fn decode_weight_bytes(&self) -> u64 {
-        let layers: u64 = self
-            .weights
-            .layers
-            .iter()
-            .map(|l| {
-                [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]
-                    .into_iter()
-                    .map(|w| w.gpu_bytes())
-                    .sum::<u64>()
-            })
-            .sum();
-        layers + self.head_bytes()
+        self.shared.decode_weight_bytes()
     }
 
     pub fn config(&self) -> &ModelConfig {
-        &self.config
+        &self.shared.config
     }
 
     pub fn n_ctx(&self) -> u32 {
-        self.acts.n_ctx
+        self.shared.acts.n_ctx
     }
 
     pub fn context(&self) -> &GpuContext {
-        &self.ctx
-    }
-
-    pub(super) fn check_tokens(&self, tokens: &[u32], extra: u32) -> Result<()> {
-        super::cpu_reference::check_tokens(tokens, self.config.vocab_size)?;
-        let needed = tokens.len() as u64 + u64::from(extra);
-        if needed > u64::from(self.acts.n_ctx) {
-            return Err(FuselmError::LimitExceeded {
-                limit: "nCtx (KV-cache capacity in tokens)",
-                needed,
-                available: u64::from(self.acts.n_ctx),
-            });
-        }
-        Ok(())
-    }
-
-    pub(super) fn write_state(&self, pos: u32, n_tokens: u32) {
-        let state = DecodeState::new(pos, n_tokens);
-        self.ctx
-            .queue
-            .write_buffer(&self.acts.state, 0, bytemuck::bytes_of(&state));
-    }
-
-    pub(super) fn submit(
-        &self,
-        record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<()>,
-    ) -> Result<()> {
-        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("fuselm forward"),
-                timestamp_writes: None,
-            });
-            record(&mut pass)?;
-        }
-        self.ctx.queue.submit([encoder.finish()]);
-        Ok(())
-    }
-
-    /// Writes the prompt and runs every prefill batch but the last, from position `start` (the
-    /// rows before it are already in the KV cache); returns the last batch's start, whose state
-    /// is written and which the caller records with a head.
-    pub(super) fn prefill_all_but_last(&self, prompt: &[u32], start: u32) -> Result<u32> {
-        self.ctx
-            .queue
-            .write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(prompt));
-        let n = prompt.len() as u32;
-        let mut pos = start;
-        while n - pos > self.acts.max_batch {
-            let batch = self.acts.max_batch;
-            self.write_state(pos, batch);
-            self.submit(|pass| self.prefill.record_body(pass, batch))?;
-            pos += batch;
-        }
-        self.write_state(pos, n - pos);
-        Ok(pos)
+        &self.shared.ctx
     }
 
     /// The logits that follow `tokens` (a fresh context): `[vocab]`.
     pub async fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        self.check_tokens(tokens, 0)?;
+        let m = &self.shared;
+        m.check_tokens(tokens, 0)?;
         self.kv_valid.clear();
-        let last = self.prefill_all_but_last(tokens, 0)?;
-        self.submit(|pass| self.prefill.record(pass, tokens.len() as u32 - last))?;
-        let bytes = read_buffer(
-            &self.ctx.device,
-            &self.ctx.queue,
-            &self.acts.logits,
-            0,
-            u64::from(self.config.vocab_size) * 4,
-        )
-        .await?;
+        let last = m.prefill_all_but_last(tokens, 0)?;
+        m.submit(|pass| m.prefill.record(pass, tokens.len() as u32 - last))?;
+        let bytes = m
+            .read(&m.acts.logits, u64::from(m.config.vocab_size) * 4)
+            .await?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
     /// Teacher forcing: the logits after every prefix of `tokens` (a fresh context),
     /// `[tokens.len(), vocab]`. At most `max_batch` tokens.
     pub async fn all_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        self.check_tokens(tokens, 0)?;
+        self.shared.check_tokens(tokens, 0)?;
         let n = tokens.len() as u32;
-        if n > self.acts.max_batch {
+        if n > self.shared.acts.max_batch {
             return Err(FuselmError::InvalidArgument(format!(
                 "all_logits takes at most maxBatch = {} tokens, got {n}",
-                self.acts.max_batch
+                self.shared.acts.max_batch
             )));
         }
         self.kv_valid.clear();
-        if self.all_logits.is_none() {
-            let acts = Activations::new(
-                &self.ctx,
-                &self.config,
-                self.acts.n_ctx,
-                self.acts.max_batch,
-                self.kv,
-                true,
-            )?;
-            self.acts = acts;
-            // The megakernel is bound to the old activations (state, tokens): rebuilt on use.
-            self.mega = None;
-            self.prefill = Step::bind(
-                &self.ctx,
-                &self.kernels,
-                &self.weights,
-                &self.acts,
-                &self.config,
-                StepKind::Prefill,
-            )?;
-            self.decode = Step::bind(
-                &self.ctx,
-                &self.kernels,
-                &self.weights,
-                &self.acts,
-                &self.config,
-                StepKind::Decode,
-            )?;
-            self.fused = Fused::bind(
-                &self.ctx,
-                &self.config,
-                &self.weights,
-                &self.acts,
-                &self.sampler,
-                self.kv,
-            )
-            .await;
-            self.all_logits = Some(Step::bind(
-                &self.ctx,
-                &self.kernels,
-                &self.weights,
-                &self.acts,
-                &self.config,
-                StepKind::AllLogits,
-            )?);
+        if self.shared.add_all_logits()? {
+            // The strategies were bound to the old activations.
+            self.strategies.rebind(&self.shared).await?;
         }
-        let step = self
+        let m = &self.shared;
+        let step = m
             .all_logits
             .as_ref()
             .ok_or_else(|| FuselmError::Gpu("all-logits step missing".into()))?;
-        self.ctx
+        m.ctx
             .queue
-            .write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(tokens));
-        self.write_state(0, n);
-        self.submit(|pass| step.record(pass, n))?;
-        let logits_all = self
+            .write_buffer(&m.acts.tokens, 0, bytemuck::cast_slice(tokens));
+        m.write_state(0, n);
+        m.submit(|pass| step.record(pass, n))?;
+        let logits_all = m
             .acts
             .logits_all
             .as_ref()
             .ok_or_else(|| FuselmError::Gpu("all-logits buffer missing".into()))?;
-        let bytes = read_buffer(
-            &self.ctx.device,
-            &self.ctx.queue,
-            logits_all,
-            0,
-            u64::from(n) * u64::from(self.config.vocab_size) * 4,
-        )
-        .await?;
+        let bytes = m
+            .read(
+                logits_all,
+                u64::from(n) * u64::from(m.config.vocab_size) * 4,
+            )
+            .await?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    /// Generates up to `req.max_tokens` tokens after `req.prompt` with `req.strategy` (a
+    /// fresh context unless `req.reuse_prefix`). `on_token(id)` sees each token as the host
+    /// receives it and returns false to abort; a stop id ends the generation and is not
+    /// included.
+    pub async fn generate(
+        &mut self,
+        req: &GenerationRequest<'_>,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<TokenGeneration> {
+        self.shared.check_tokens(req.prompt, req.max_tokens)?;
+        if req.prompt.is_empty() {
+            return Err(FuselmError::InvalidArgument(
+                "the prompt must hold at least one token".into(),
+            ));
+        }
+        if req.max_tokens == 0 {
+            return Ok(Progress::new().finish());
+        }
+        // The last prompt token is always run: its logits choose the first new token. A
+        // strategy with its own KV cache reuses a prefix only from that cache.
+        let owner = self
+            .strategies
+            .get(req.strategy)
+            .own_kv_cache()
+            .then_some(req.strategy);
+        let start = if req.reuse_prefix && self.kv_owner == owner {
+            let shared = self
+                .kv_valid
+                .iter()
+                .zip(req.prompt)
+                .take_while(|(a, b)| a == b)
+                .count();
+            shared.min(req.prompt.len() - 1) as u32
+        } else {
+            0
+        };
+        // Until this generation ends well, the cache holds nothing reusable.
+        self.kv_valid.clear();
+        self.kv_owner = owner;
+        let run = Run {
+            prompt: req.prompt,
+            max_tokens: req.max_tokens,
+            sampler: req.sampler,
+            chunk_tokens: req.chunk_tokens,
+            start,
+        };
+        let mut out = self
+            .strategies
+            .get_mut(req.strategy)
+            .generate(&self.shared, &run, on_token)
+            .await?;
+        out.reused_prompt_tokens = start;
+        // Rows written for sure: the prompt's, and every accepted token's but the last (its row
+        // is written by the step after it, which ran only if the generation went on).
+        self.kv_valid.extend_from_slice(req.prompt);
+        let kept = out.tokens.len().saturating_sub(1);
+        self.kv_valid.extend_from_slice(&out.tokens[..kept]);
+        Ok(out)
+    }
+
+    /// The strategy a generation uses when none is asked for, and why, in one sentence: the
+    /// one the model was loaded with or a calibration chose, else the planner's (`auto`,
+    /// `strategy/planner.rs`).
+    pub fn default_strategy(&self) -> (Strategy, String) {
+        self.planner.choose(&self.strategies, &self.shared)
+    }
+
+    /// Whether `strategy` can run this model here, from what is known without building
+    /// anything (else the typed reason).
+    pub fn check_strategy(&self, strategy: Strategy) -> Result<()> {
+        self.strategies.get(strategy).check(&self.shared)
+    }
+
+    /// Makes `strategy` ready to run, building what it builds on first use (the megakernels
+    /// copy the weights into an arena; the grid megakernel measures its workgroup count), else
+    /// the typed reason. `Some(note)` when there is something worth reporting.
+    pub async fn prepare_strategy(&mut self, strategy: Strategy) -> Result<Option<String>> {
+        self.strategies
+            .get_mut(strategy)
+            .prepare(&self.shared)
+            .await
+    }
+
+    /// Dispatches of one decode step of `strategy` (greedy or sampling).
+    /// The megakernels' whole generation is one dispatch: 0 per step.
+    pub fn dispatches_per_step(&self, strategy: Strategy, sampling: bool) -> Result<u32> {
+        self.strategies
+            .get(strategy)
+            .dispatches_per_step(&self.shared, sampling)
+    }
+
+    /// The workgroups `strategy` dispatches where it decides them at run time, once prepared
+    /// (the grid megakernel's count).
+    pub fn strategy_workgroups(&self, strategy: Strategy) -> Option<u32> {
+        self.strategies.get(strategy).workgroups()
+    }
+
+    /// Profiles one greedy decode step of `strategy` after `prompt` (+ a few generated
+    /// tokens), each dispatch timed `reps` times (median). Only strategies with per-kernel
+    /// steps (fused) can be profiled.
+    pub async fn profile(
+        &mut self,
+        strategy: Strategy,
+        prompt: &[u32],
+        reps: u32,
+    ) -> Result<StepProfile> {
+        let request = GenerationRequest {
+            prompt,
+            max_tokens: 4,
+            strategy,
+            sampler: SamplingOptions::default().resolve(&[])?,
+            chunk_tokens: 4,
+            reuse_prefix: false,
+        };
+        self.generate(&request, &mut |_| true).await?;
+        let context = prompt.len() as u32 + 4;
+        self.strategies
+            .get(strategy)
+            .profile(&self.shared, context, reps)
+            .await
+    }
+
+    /// A registered strategy (the bench and calibration ask them about their policies).
+    pub(crate) fn strategy(&self, strategy: Strategy) -> &dyn GenerationStrategy {
+        self.strategies.get(strategy)
     }
 }

@@ -5,8 +5,9 @@
 //! the loader holds at most the tensor being filled (the largest tensor, ~18 MB for SmolLM2's
 //! embedding).
 
-use super::gpu_model::{check_fit, GpuModel, LoadOptions, LoadScopes};
+use super::gpu_model::{GpuModel, LoadOptions};
 use super::gpu_weights::{is_model_tensor, upload_tensor, ModelWeights, UploadedTensor};
+use super::shared::{check_fit, LoadScopes};
 use super::text_model::TextModel;
 use crate::chat_template::ChatTemplate;
 use crate::error::{FuselmError, Result};
@@ -113,7 +114,7 @@ impl ModelLoader {
 
     fn on_header(&mut self, gguf: Gguf) -> Result<()> {
         let config = ModelConfig::from_gguf(&gguf)?;
-        check_fit(&self.ctx, &config, &gguf, &self.options)?;
+        check_fit(&self.ctx, &config, &gguf, self.options.sizes(&config))?;
         let (tokenizer, template) = TextModel::text_parts(&gguf)?;
         self.status.header_ready = true;
         self.status.file_bytes = gguf.tensors().iter().map(|t| t.offset + t.size_bytes).max();

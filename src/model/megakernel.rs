@@ -9,8 +9,7 @@
 //! attention, SwiGLU, tied or separate head, every weight format the engine supports); the
 //! other architectures' switches get a typed error and run with `fused` or `unfused`.
 
-use super::activations::Activations;
-use super::fused_step::{storage, SamplerBuffers};
+use super::activations::{storage, Activations, SamplerBuffers};
 use super::gpu_weights::ModelWeights;
 use crate::error::{FuselmError, Result};
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};

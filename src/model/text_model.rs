@@ -2,9 +2,10 @@
 //! what the CLI and the JS facade use; it owns prompt encoding, end-of-generation handling and
 //! streaming decode (only whole UTF-8 characters are handed out).
 
-use super::generation::{GenerationRequest, Strategy, DEFAULT_CHUNK_TOKENS};
-use super::gpu_model::{GpuModel, LoadOptions, StopReason};
+use super::generation::{StopReason, DEFAULT_CHUNK_TOKENS};
+use super::gpu_model::{GenerationRequest, GpuModel, LoadOptions};
 use super::stop_text::StopText;
+use super::strategy::Strategy;
 use super::vocab::{chat_template_from, tokenizer_from_gguf};
 use crate::chat_template::{ChatMessage, ChatTemplate};
 use crate::error::{FuselmError, Result};

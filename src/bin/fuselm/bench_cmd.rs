@@ -38,7 +38,8 @@ pub struct BenchArgs {
     /// Also run the experimental grid megakernel (megakernel-grid).
     #[arg(long)]
     grid: bool,
-    /// The grid megakernel's workgroup count (default: the occupancy discovery's).
+    /// The grid megakernel's workgroup count (default: the occupancy discovery's; the same as
+    /// --tune grid-workgroups=N).
     #[arg(long)]
     grid_workgroups: Option<u32>,
     /// Only these strategies, in this order (comma-separated: unfused,fused,megakernel,

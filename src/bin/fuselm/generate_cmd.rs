@@ -38,7 +38,8 @@ pub struct GenerateArgs {
     /// reason.
     #[arg(long)]
     strategy: Option<String>,
-    /// megakernel-grid: its workgroup count (default: the occupancy discovery's).
+    /// megakernel-grid: its workgroup count (default: the occupancy discovery's; the same as
+    /// --tune grid-workgroups=N).
     #[arg(long)]
     grid_workgroups: Option<u32>,
     /// Before generating, time every strategy that can win on a short greedy generation and use
@@ -84,17 +85,21 @@ pub fn run(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
 async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     let bytes = std::fs::read(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
     let load_start = std::time::Instant::now();
-    let ctx = GpuContext::with_options(args.tune.context_options()?).await?;
+    let mut context = args.tune.context_options()?;
+    if args.grid_workgroups.is_some() {
+        context.tuning.grid_workgroups = args.grid_workgroups;
+    }
+    let ctx = GpuContext::with_options(context).await?;
     let adapter = ctx.info.name.clone();
     let load = LoadOptions {
         n_ctx: args.n_ctx,
         max_batch: None,
         kv_f16: Some(args.kv_f16),
+        strategy: None,
     };
     let mut model = TextModel::load(ctx, &bytes, &load).await?;
     let load_seconds = load_start.elapsed().as_secs_f64();
     drop(bytes);
-    model.gpu().set_grid_workgroups(args.grid_workgroups);
     let strategy = match &args.strategy {
         Some(s) => Strategy::parse(s)?,
         None => {
@@ -146,7 +151,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             "text": result.text,
             "stopReason": result.stop_reason,
             "strategy": strategy.name(),
-            "gridWorkgroups": model.gpu().grid_workgroups_used(),
+            "gridWorkgroups": model.gpu().strategy_workgroups(Strategy::MegakernelGrid),
             "timings": { "loadSeconds": load_seconds, "generate": result.timings },
         });
         out!("{}", serde_json::to_string_pretty(&out)?);

@@ -21,6 +21,7 @@ measured default (bench/NOTES.md). Each NAME also reads its environment variable
   att-vp=1..16              FUSELM_ATT_VP         value rows fused_attention loads before the scores
   att-hg=1..4               FUSELM_ATT_HG         query heads per fused_attention workgroup
   head-lanes=32|64|128|256  FUSELM_HEAD_LANES     lanes per row of the output head
+  grid-workgroups=N         FUSELM_GRID_WORKGROUPS  workgroups of megakernel-grid (default: measured)
   no-subgroups=0|1          FUSELM_NO_SUBGROUPS   reduce through workgroup memory, not subgroups
   loop-bounding=0|1         FUSELM_SHADER_CHECKS=default  compile with Naga's forced loop bounding";
 
