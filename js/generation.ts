@@ -1,9 +1,9 @@
 // A running generation: an async iterable of text chunks that also gives the whole answer.
 //
 // The generation starts at once (like `fetch`), whether or not anyone iterates: chunks queue up
-// until read. Tokens reach the host at the fused strategy's chunk boundaries (every 4 to
-// `chunkTokens` decode steps), so an iterator waiting for text receives everything that arrived
-// together as one chunk.
+// until read. Tokens reach the host at the strategy's boundaries (fused: every 4 to `chunkTokens`
+// decode steps; megakernel: every `chunkTokens`; unfused: every token), so an iterator waiting for
+// text receives everything that arrived together as one chunk.
 import type { GenerateResult } from "./wasm/fuselm.js";
 import { FuselmError, toFuselmError } from "./errors.js";
 

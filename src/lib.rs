@@ -2,7 +2,8 @@
 //! (Vulkan/Metal/DX12) natively.
 //!
 //! The native core (everything but [`web`]) has no wasm-bindgen; the JS facade in `web` is
-//! compiled only for wasm32. See ARCHITECTURE.md for the map.
+//! compiled only for wasm32, with the few browser calls the core makes there (`web::sys`:
+//! clock, adapter info, subgroups). See ARCHITECTURE.md for the map.
 
 pub mod chat_template;
 pub mod clock;

@@ -81,7 +81,7 @@ pub struct GpuContext {
     /// The adapter as the probe reports it (browser strings included; `is_software`).
     pub identity: crate::probe::AdapterIdentity,
     /// Whether the device has subgroups (in a browser, asked for and checked by
-    /// `browser_subgroups`, since wgpu's WebGPU backend does not know the feature).
+    /// `web::sys::subgroups`, since wgpu's WebGPU backend does not know the feature).
     subgroups: bool,
     options: ContextOptions,
     /// Set by the device-lost callback: why the device was lost.
@@ -123,16 +123,16 @@ impl GpuContext {
             required_limits: adapter.limits(),
             ..Default::default()
         };
-        // In a browser wgpu cannot ask for `subgroups` (browser_subgroups.rs says why).
+        // In a browser wgpu cannot ask for `subgroups` (web/sys/subgroups.rs says why).
         #[cfg(target_arch = "wasm32")]
-        let request = super::browser_subgroups::request_device(&adapter, &desc);
+        let request = crate::web::sys::subgroups::request_device(&adapter, &desc);
         #[cfg(not(target_arch = "wasm32"))]
         let request = adapter.request_device(&desc);
         let (device, queue) = request.await.map_err(|e| FuselmError::DeviceRequest {
             reason: e.to_string(),
         })?;
         #[cfg(target_arch = "wasm32")]
-        let subgroups = super::browser_subgroups::has_subgroups(&device);
+        let subgroups = crate::web::sys::subgroups::has_subgroups(&device);
         #[cfg(not(target_arch = "wasm32"))]
         let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
         let info = adapter.get_info();

@@ -1,13 +1,9 @@
 //! GPU plumbing shared by every kernel: adapter/device acquisition, buffer readback, waiting.
 
-#[cfg(target_arch = "wasm32")]
-mod browser_subgroups;
 mod context;
 mod readback;
 mod sync;
 
-#[cfg(target_arch = "wasm32")]
-pub(crate) use browser_subgroups::features_have;
 pub use context::{
     request_adapter, request_adapter_with, ContextOptions, GpuContext, BACKENDS, OPTIONAL_FEATURES,
 };

@@ -9,7 +9,7 @@ use crate::gpu::GpuContext;
 use crate::probe::timer::PassTimer;
 use serde::{Deserialize, Serialize};
 
-/// One kernel role of a decode step.
+/// One kernel role of the fused step.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]

@@ -33,14 +33,17 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub system: Option<String>,
-    /// How the generation runs on the GPU: "fused" or "unfused" (the baseline). Default: the
-    /// model's `info.strategy` (fused, except on software adapters or where it cannot run).
+    /// How the generation runs on the GPU: "fused", "unfused" (the baseline), "megakernel"
+    /// (small llama-family models) or "megakernel-grid" (experimental, native only). Default:
+    /// the model's `info.strategy` (the planner's choice, unless the model was loaded with a
+    /// strategy or calibrated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub strategy: Option<Strategy>,
-    /// Fused strategy: the most decode steps per compute pass; the host receives tokens (and
-    /// text streams) at these boundaries. Chunks start at 4 steps and grow up to this only
-    /// while the GPU, not the host's recording, is the bound. Default: 32.
+    /// Fused: the most decode steps per compute pass; the host receives tokens (and text
+    /// streams) at these boundaries. Chunks start at 4 steps and grow up to this only while the
+    /// GPU, not the host's recording, is the bound. Megakernels: tokens per dispatch. Unfused:
+    /// not used (every token is its own submit). Default: 32.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub chunk_tokens: Option<u32>,

@@ -6,11 +6,9 @@
 //! round-trip and bandwidth costs fuselm's fused design is built around.
 
 mod bench;
-mod describe;
+pub(crate) mod describe;
 mod report;
 pub mod timer;
-#[cfg(target_arch = "wasm32")]
-mod web_info;
 
 pub use describe::{feature_names, RESERVED_BINDINGS};
 pub use report::*;
@@ -22,7 +20,9 @@ use crate::gpu::{request_adapter, GpuContext};
 /// keeps only the description), and whether it is a software (CPU) implementation.
 pub async fn identify(info: &wgpu::AdapterInfo) -> AdapterIdentity {
     #[cfg(target_arch = "wasm32")]
-    let web = web_info::adapter().await.and_then(|a| a.info);
+    let web = crate::web::sys::adapter_info::adapter()
+        .await
+        .and_then(|a| a.info);
     #[cfg(not(target_arch = "wasm32"))]
     let web = None;
     describe::identity(info, web)
@@ -45,7 +45,7 @@ pub async fn probe_adapter(
     // wgpu's WebGPU backend does not know `subgroups`; the browser's adapter says.
     #[cfg(target_arch = "wasm32")]
     let identity = {
-        let web = web_info::adapter().await;
+        let web = crate::web::sys::adapter_info::adapter().await;
         if web.as_ref().is_some_and(|w| w.subgroups) {
             adapter_features |= wgpu::Features::SUBGROUP;
         }

@@ -1,12 +1,14 @@
 //! The JS facade: the only module that knows about wasm-bindgen, compiled only for wasm32.
 //!
-//! Each export is a thin async wrapper over the native core. Values cross the boundary as tsify
+//! Each export is a thin async wrapper over the native core; `sys` holds the few browser calls
+//! the core itself makes on wasm32 (clock, adapter info, the subgroups request). Values cross the boundary as tsify
 //! `Ts<T>` (typed in the `.d.ts`, converted inside the function so nothing leaks on error).
 //! Errors cross as JS `Error` objects named `FuselmError` carrying a stable `kind` (see
 //! [`FuselmError::kind`]); `js/errors.ts` turns them into the npm package's `FuselmError` class.
 
 mod model;
 mod sim;
+pub(crate) mod sys;
 
 pub use model::{create_model_loader, load_model, Model, ModelInfo, ModelLoader};
 pub use sim::{create_simulation, sim_bench_js, Simulation};

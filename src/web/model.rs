@@ -257,7 +257,8 @@ enum JsPrompt {
 #[wasm_bindgen]
 impl Model {
     /// Generation from `prompt`: greedy by default, sampled with `temperature` and the other
-    /// sampling options; `strategy` "fused" (default) or "unfused". `on_token` streams.
+    /// sampling options; `strategy` names one of the four strategies (default: the model's
+    /// `info.strategy`). `on_token` streams.
     pub fn generate(
         &self,
         prompt: String,

@@ -3,7 +3,8 @@
 //! does not map). We ask `navigator.gpu` directly (through `Reflect`, to need no unstable web-sys
 //! APIs).
 
-use super::describe::WebAdapterInfo;
+use super::subgroups::features_have;
+use crate::probe::describe::WebAdapterInfo;
 use js_sys::Reflect;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -39,7 +40,7 @@ pub async fn adapter() -> Option<WebAdapter> {
     let adapter = browser_adapter().await?;
     Some(WebAdapter {
         info: adapter_info(&adapter),
-        subgroups: crate::gpu::features_have(&adapter, "subgroups"),
+        subgroups: features_have(&adapter, "subgroups"),
     })
 }
 
