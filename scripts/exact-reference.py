@@ -2,7 +2,7 @@
 """Exact reference for a GGUF model (the correctness oracle of tests/generate_*.rs).
 
 Hugging Face transformers loads the GGUF (weights dequantized by gguf-py) and evaluates it in float64, and in
-float32 to measure f32 noise, on the lent GPU machine (bench/exact-reference-gpu.sh runs it there). Adapted from
+float32 to measure f32 noise, on the lent GPU machine (`bench/gpu exact-reference --make` runs it there). Adapted from
 ../shared/tools/exact_reference/make_exact.py, which made the SmolLM2 reference; the changes: BOS is added when the
 GGUF asks for it (tokenizer.ggml.add_bos_token, as llama.cpp and fuselm do), a model without a chat template takes
 raw prompts only, prompt ids may come from the spec (see below), and meta.json names the model class and library versions.

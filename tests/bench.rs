@@ -1,7 +1,10 @@
-//! The benchmark and the profiler produce complete, consistent reports (natively on lavapipe and
-//! in Chromium on SwiftShader). Speed figures are not asserted here — they live in bench/results;
+//! The benchmark and the profiler produce complete, consistent reports. Speed figures are not asserted here — they live in bench/results;
 //! what is checked is that every strategy ran every workload with the same ids, and that the
 //! dispatch and submit counts are the ones each strategy claims.
+//!
+//! Native only (the native lane owns this); in the browser, the bench page runs every strategy
+//! through the npm package's bench() (tests/site/bench.test.mjs).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -1,5 +1,9 @@
 //! Chat template rendering with Hugging Face's conventions (the model's own template is
 //! checked byte for byte against jinja2 in `tokenizer_fixtures.rs`).
+//!
+//! Native only (the native lane owns this); in the browser, the chat page renders SmolLM2's
+//! template (tests/site/chat.test.mjs: its prompt ids equal the exact reference's).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -1,4 +1,8 @@
 //! ModelConfig on synthetic llama/qwen2 files and the real model; writer round trips.
+//!
+//! Native only (the native lane owns this); in the browser, tests/gguf_reader.rs parses the real model's
+//! config, and the SDK loads models (tests/sdk).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -1,5 +1,9 @@
 //! Dequantizers and quantizers against vectors produced by the independent `gguf` PyPI
 //! package (scripts/gguf-test-vectors.py), plus hand-built blocks with known values.
+//!
+//! Native only (the native lane owns this); in the browser, every format is dequantized on the GPU
+//! by tests/kernel_matmul.rs and tests/kernels.rs.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

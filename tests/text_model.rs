@@ -1,7 +1,12 @@
-//! `TextModel` on the synthetic Llama (byte vocabulary, ChatML template), natively and in the
-//! browser: prompt encoding with and without the chat template, stop reasons, the streamed text
-//! against a plain decode of the ids, the KV-capacity error leaving the model usable, stop
+//! `TextModel` on the synthetic Llama (byte vocabulary, ChatML template): prompt encoding with
+//! and without the chat template, stop reasons, the streamed text against a plain decode of the
+//! ids, the KV-capacity error leaving the model usable, stop
 //! sequences, conversations with KV-prefix reuse, and the streaming loader.
+//!
+//! Native only (the native lane owns this); in the browser, the SDK runs TextModel through the
+//! wasm boundary (tests/sdk: every model source and the streaming loader, stop
+//! sequences, chat with KV reuse, limits refused from the header, typed errors).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -1,6 +1,11 @@
 //! Byte-level BPE on a small hand-built vocabulary: special-token matching, hostile
 //! input, decode errors, streaming. (Exactness against llama.cpp on a real vocabulary
 //! is `tokenizer_fixtures.rs`.)
+//!
+//! Native only (the native lane owns this); in the browser, the SDK tokenizes and detokenizes
+//! (tests/sdk: tokenize/detokenize; tests/site/chat.test.mjs: SmolLM2's prompt ids
+//! equal the exact reference's).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

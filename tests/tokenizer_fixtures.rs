@@ -6,6 +6,10 @@
 //! The vocabulary comes from the model file (not committed): natively `common::default_model()`
 //! runs `scripts/fetch-model` when it is missing; in the browser it is fetched from
 //! `FUSELM_TEST_ASSETS` (see `common::default_model_bytes`). These tests never skip.
+//!
+//! Native only (the native lane owns this); in the browser, tests/site/chat.test.mjs tokenizes the
+//! real SmolLM2 chat prompt and compares it with the exact reference's ids.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -1,5 +1,9 @@
 //! The SentencePiece-style ("llama") model on a small hand-built vocabulary: score
 //! priority, byte fallback, the `▁` space prefix, special tokens, decode round trips.
+//!
+//! Native only (the native lane owns this); in the browser, the same wasm32 build of the tokenizer
+//! runs through the SDK (tests/sdk, tests/site/chat.test.mjs).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -26,6 +26,22 @@ macro_rules! gpu_test {
     };
 }
 
+/// `native_test!(name, async_fn)`: `gpu_test!` for the native lane only. The native lane owns
+/// the numerics (every format × architecture × strategy against the CPU and exact references);
+/// the browser lane runs what only a browser can break (the wasm boundary, the WebGPU backend,
+/// SwiftShader's limits, no shader-f16) on the smallest models that show it. Every use says
+/// what covers its browser side.
+#[macro_export]
+macro_rules! native_test {
+    ($name:ident, $body:path) => {
+        #[cfg(not(target_arch = "wasm32"))]
+        #[test]
+        fn $name() {
+            pollster::block_on($body())
+        }
+    };
+}
+
 /// The default model (SmolLM2-135M-Instruct Q4_1), fetched and verified by `scripts/fetch-model`
 /// when it is not there yet. Native only: `default_model_bytes` serves both targets.
 #[cfg(not(target_arch = "wasm32"))]

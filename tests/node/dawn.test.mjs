@@ -2,7 +2,7 @@
 // package (Dawn, Chrome's WebGPU implementation) as `navigator.gpu` it loads a model streamed
 // from disk, generates, chats and disposes — where Dawn finds an adapter. Mesa 22's lavapipe
 // (this repository's CPU test machine) lacks Vulkan 1.1 features Dawn requires, so there the GPU
-// test is skipped with that reason; bench/dawn-gpu.sh runs this file on the GPU machine
+// test is skipped with that reason; `bench/gpu dawn node-test` runs this file on the GPU machine
 // (FUSELM_DAWN_DIR points at a copy of the `webgpu` package there).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -33,7 +33,7 @@ Object.defineProperty(globalThis.navigator, "gpu", { value: dawn.create([]), con
 const adapter = await navigator.gpu.requestAdapter();
 const skip = adapter
   ? false
-  : "Dawn finds no adapter on this machine (on Mesa 22's lavapipe it requires Vulkan shaderUniform*ArrayDynamicIndexing); bench/dawn-gpu.sh runs this test on the GPU machine";
+  : "Dawn finds no adapter on this machine (on Mesa 22's lavapipe it requires Vulkan shaderUniform*ArrayDynamicIndexing); `bench/gpu dawn node-test` runs this test on the GPU machine";
 
 function syntheticModel() {
   const path = join(root, "target/site-test/synthetic-q8.gguf");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packaging tests of the npm package (issue 8), on the built dist/ (scripts/build-npm first):
-#   - size.test.mjs     gzip -9 of dist/wasm/fuselm_bg.wasm within 20% of the size README.md states
+#   - size.test.mjs     gzip -9 of dist/wasm/fuselm_bg.wasm within the tolerance (20%) of the
+#                       baseline in tests/pkg/size-baseline.json
 #   - dts-any.test.mjs  no `any` in the shipped .d.ts (outside wasm-bindgen's raw ABI), none
 #                       reachable from dist/index.d.ts
 #   - browser.test.mjs  the `npm pack` tarball installed into a fresh Vite + TypeScript app

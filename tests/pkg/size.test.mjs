@@ -1,14 +1,13 @@
-// The gzipped size of the shipped wasm (dist/wasm/fuselm_bg.wasm) against the size README.md
-// states, so that growth is noticed and explained rather than shipped silently.
+// The gzipped size of the shipped wasm (dist/wasm/fuselm_bg.wasm) against the baseline in
+// size-baseline.json next to this file, so that growth is noticed and explained rather than
+// shipped silently.
 //
-// How the README is read (keep the README sentence in this form):
-//   In the "## Bundle size" section, the first `**<raw> MB, <gzip> KB gzipped**` is the baseline,
-//   e.g. "today **1.28 MB, 484 KB gzipped**". KB and MB are decimal (1 KB = 1000 bytes), as
-//   `gzip -9 -c fuselm_bg.wasm | wc -c` (what scripts/build-npm prints) rounds to them.
-// The test fails when `gzip -9` of the built wasm is more than 20% above the stated gzip size.
-// That is the "unless the README explains why" rule: when the wasm grows on purpose, update the
-// stated number in the README and say there, next to it, what it was before and why it grew
-// (the paragraph already keeps that history). A wasm far below the stated size only prints a note.
+// size-baseline.json: { gzip_bytes, raw_bytes?, tolerance, measured, note }. Bytes are what
+// `gzip -9 -c fuselm_bg.wasm | wc -c` gives (scripts/build-npm prints it). The test fails when
+// `gzip -9` of the built wasm is more than `tolerance` (0.2 = 20%) above `gzip_bytes`. When the
+// wasm grows on purpose, update the JSON (bytes and `measured`) and say in bench/HISTORY.md
+// ("Bundle size") what it was before and why it grew. A wasm far below the baseline only prints
+// a note.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -16,32 +15,37 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { root } from "./common.mjs";
 
-const TOLERANCE = 1.2;
+const BASELINE = "tests/pkg/size-baseline.json";
 
-/** The baseline from README.md: { raw, gzip } in bytes, and the matched text. */
-export function statedSize(readme) {
-  const section = readme.split(/^## /m).find((s) => s.startsWith("Bundle size"));
-  assert.ok(section, 'README.md has no "## Bundle size" section');
-  const m = section.match(/\*\*([\d.]+) MB, ([\d.]+) KB gzipped\*\*/);
-  assert.ok(m, 'README.md\'s "Bundle size" section states no "**<raw> MB, <gzip> KB gzipped**"');
-  return { raw: Number(m[1]) * 1e6, gzip: Number(m[2]) * 1e3, text: m[0] };
+/** The baseline from size-baseline.json, checked: { gzip, raw (or undefined), tolerance, measured }. */
+export function baseline(json) {
+  const b = JSON.parse(json);
+  assert.ok(Number.isInteger(b.gzip_bytes) && b.gzip_bytes > 0, `${BASELINE}: gzip_bytes must be a positive integer`);
+  assert.ok(
+    b.raw_bytes === undefined || (Number.isInteger(b.raw_bytes) && b.raw_bytes > 0),
+    `${BASELINE}: raw_bytes, when given, must be a positive integer`,
+  );
+  assert.ok(typeof b.tolerance === "number" && b.tolerance > 0 && b.tolerance < 1, `${BASELINE}: tolerance must be in (0, 1)`);
+  return { gzip: b.gzip_bytes, raw: b.raw_bytes, tolerance: b.tolerance, measured: String(b.measured ?? "unknown") };
 }
 
-test("the gzipped wasm is within 20% of the size README.md states", () => {
+test("the gzipped wasm is within its tolerance of the baseline in size-baseline.json", () => {
   const wasm = join(root, "dist/wasm/fuselm_bg.wasm");
   const raw = statSync(wasm).size;
   const gzip = execFileSync("gzip", ["-9", "-c", wasm], { maxBuffer: 256 * 2 ** 20 }).length;
-  const stated = statedSize(readFileSync(join(root, "README.md"), "utf8"));
+  const stated = baseline(readFileSync(join(root, BASELINE), "utf8"));
+  const limit = 1 + stated.tolerance;
   const ratio = gzip / stated.gzip;
+  const rawNote = stated.raw === undefined ? "" : `, raw ${raw} vs ${stated.raw}`;
   console.log(
-    `wasm: ${raw} bytes, ${gzip} gzipped (-9); README states ${stated.text} ` +
-      `(gzip ${(100 * (ratio - 1)).toFixed(1)}% off)`,
+    `wasm: ${raw} bytes, ${gzip} gzipped (-9); baseline ${stated.gzip} gzipped (measured ${stated.measured}) ` +
+      `(gzip ${(100 * (ratio - 1)).toFixed(1)}% off${rawNote})`,
   );
-  if (ratio < 1 / TOLERANCE) console.log("note: the wasm is much smaller than README.md says; update the README's number");
+  if (ratio < 1 / limit) console.log(`note: the wasm is much smaller than the baseline; update ${BASELINE}`);
   assert.ok(
-    ratio <= TOLERANCE,
+    ratio <= limit,
     `dist/wasm/fuselm_bg.wasm is ${gzip} bytes gzipped, ${(100 * (ratio - 1)).toFixed(1)}% above the ` +
-      `${stated.gzip} bytes README.md states (limit +${Math.round(100 * (TOLERANCE - 1))}%). If the growth is ` +
-      `intended, update "${stated.text}" in README.md's "Bundle size" section and explain the growth there.`,
+      `${stated.gzip} bytes of ${BASELINE} (limit +${Math.round(100 * stated.tolerance)}%). If the growth is ` +
+      `intended, update ${BASELINE} and explain the growth in bench/HISTORY.md ("Bundle size").`,
   );
 });

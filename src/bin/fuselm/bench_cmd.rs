@@ -84,7 +84,7 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
     let out = serde_json::json!({
         "kind": "bench",
         "date": today(),
-        "commit": std::env::var("FUSELM_COMMIT").unwrap_or_else(|_| "unknown".into()),
+        "commit": commit(),
         "device": adapter,
         "report": report,
     });
@@ -98,6 +98,13 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
         eprintln!("note: {note}");
     }
     Ok(())
+}
+
+/// The commit the JSON records: `FUSELM_COMMIT` if set, else the one build.rs saw (release builds
+/// of a git checkout), else "unknown".
+pub fn commit() -> String {
+    std::env::var("FUSELM_COMMIT")
+        .unwrap_or_else(|_| option_env!("FUSELM_GIT_COMMIT").unwrap_or("unknown").into())
 }
 
 /// Today's date (UTC) as YYYY-MM-DD without a date crate (Howard Hinnant's civil_from_days).

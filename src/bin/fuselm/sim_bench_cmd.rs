@@ -65,7 +65,7 @@ async fn run_async(args: SimBenchArgs) -> Result<(), Box<dyn Error>> {
     let out = serde_json::json!({
         "kind": "sim-bench",
         "date": super::bench_cmd::today(),
-        "commit": std::env::var("FUSELM_COMMIT").unwrap_or_else(|_| "unknown".into()),
+        "commit": super::bench_cmd::commit(),
         "device": adapter,
         "report": report,
     });
