@@ -7,8 +7,8 @@
 //! `../shared/fixtures/README.md` (greedy ids equal up to the first reference margin below 0.01;
 //! teacher-forced argmax equal wherever the margin is at least 0.01; first-step logits within
 //! 1e-3). On the GPU, fused and unfused are each held to the same greedy rule. Native only: the
-//! CPU reference dequantizes the whole model to f32 (1.1 GB); the browser runs the gemma3
-//! architecture on a synthetic model (tests/model_synthetic.rs).
+//! CPU reference dequantizes the whole model to f32 (1.1 GB); the browser runs gemma3's own
+//! kernels (GeGLU, per-head norms) in tests/kernels.rs.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;

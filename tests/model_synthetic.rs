@@ -7,10 +7,11 @@
 //!
 //! One test per model of `specs()`, so that the native lane schedules them side by side. The
 //! browser runs its share (`gpu_test!` below; the others are `native_test!`): the default llama
-//! (Q4_1/Q8_0/Q4_0, tied head: every strategy including the megakernel), the K-quant model with
-//! 32 heads (grouped attention, several row passes) and gemma3 (every architecture switch,
-//! sliding windows); every other format runs in the browser through tests/kernel_matmul.rs.
-//! Each synthetic model costs Chromium on SwiftShader about a minute of kernel compilation.
+//! (Q4_1/Q8_0/Q4_0, tied head: every strategy including the megakernel) and the K-quant model
+//! with 32 heads (grouped attention in workgroup memory, several row passes); every format's
+//! kernels run in the browser through tests/kernel_matmul.rs, and gemma3's own kernels (GeGLU,
+//! per-head norms) through tests/kernels.rs. Each synthetic model costs Chromium on SwiftShader
+//! one to three minutes, mostly kernel compilation.
 
 mod common;
 
@@ -371,7 +372,7 @@ synthetic_model_test!(gpu_test, synthetic_q4_k_q6_k_bf16_32_heads, 3);
 synthetic_model_test!(native_test, synthetic_q5_q2_k_q3_k, 4);
 synthetic_model_test!(native_test, synthetic_qwen2, 5);
 synthetic_model_test!(native_test, synthetic_qwen3, 6);
-synthetic_model_test!(gpu_test, synthetic_gemma3, 7);
+synthetic_model_test!(native_test, synthetic_gemma3, 7);
 
 #[cfg(not(target_arch = "wasm32"))]
 #[test]

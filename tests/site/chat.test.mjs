@@ -272,8 +272,7 @@ test("chat: errors are shown with their kind, and the page recovers", async () =
 // reference margin is below 0.01; here capped at `smolTokens` (every margin among them is >= 0.6).
 // The chat page streams text, so the answer is compared as text, detokenized by the page's model,
 // and with the reference's own text. (Gemma 3 270M is held to its reference natively:
-// tests/gemma3_reference.rs; its architecture runs in the browser on a synthetic model:
-// tests/model_synthetic.rs.)
+// tests/gemma3_reference.rs; its own kernels run in the browser in tests/kernels.rs.)
 const smolTokens = 8;
 const smolCase = "What is the boiling point of water?";
 
