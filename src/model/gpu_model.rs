@@ -2,8 +2,8 @@
 //!
 //! Load uploads the weights quantized, builds what every strategy shares (`shared.rs`: the
 //! per-operation kernels and prefill, activations and KV cache of fixed capacity `n_ctx`, the
-//! sampler's buffers) and loads every registered strategy (`strategy/`), so nothing is allocated
-//! per token. `GpuModel` itself keeps the shared buffers, which prompt prefix the KV cache holds,
+//! sampler's buffers), registers every strategy (`strategy/`) and builds the default one when
+//! it builds at load (the others build on first use), so nothing is allocated per token. `GpuModel` itself keeps the shared buffers, which prompt prefix the KV cache holds,
 //! and the planner's choice; a generation is handed to the strategy that runs it.
 
 use super::generation::{Progress, Run, TokenGeneration};
@@ -132,7 +132,8 @@ pub struct GpuModel {
 }
 
 impl GpuModel {
-    /// Parses `file` (a whole GGUF), uploads its weights and prepares every kernel.
+    /// Parses `file` (a whole GGUF), uploads its weights and builds the kernels (the default
+    /// strategy's when it builds at load; the others on first use).
     pub async fn load(ctx: GpuContext, file: &[u8], options: &LoadOptions) -> Result<Self> {
         let gguf = Gguf::parse(file)?;
         Self::load_parsed(ctx, &gguf, file, options).await
@@ -163,9 +164,17 @@ impl GpuModel {
         scopes: LoadScopes,
     ) -> Result<Self> {
         let sizes = options.sizes(&config);
+        let planner = Planner::new(options.strategy);
         let built = async {
             let shared = Shared::build(ctx, config, weights, sizes).await?;
-            let strategies = Strategies::load(&shared).await?;
+            let mut strategies = Strategies::load(&shared).await?;
+            // The default strategy is built now when it builds at load (fused); the others on
+            // first use. A build that fails is kept: the planner then passes over it.
+            let (default, _) = planner.choose(&strategies, &shared);
+            let state = strategies.get_mut(default);
+            if state.build_at_load() {
+                let _ = state.prepare(&shared).await;
+            }
             Ok::<_, FuselmError>((shared, strategies))
         }
         .await;
@@ -177,7 +186,7 @@ impl GpuModel {
         Ok(Self {
             shared,
             strategies,
-            planner: Planner::new(options.strategy),
+            planner,
             kv_valid: Vec::new(),
             kv_owner: None,
         })

@@ -11,7 +11,7 @@ use crate::error::{FuselmError, Result};
 use crate::gpu::StagedRead;
 use crate::kernels::PassState;
 use crate::model::chunk_ramp::ChunkRamp;
-use crate::model::fused_step::Fused as FusedKernels;
+use crate::model::fused_step::{fused_shape, Fused as FusedKernels};
 use crate::model::generation::{Progress, Run, TokenGeneration};
 use crate::model::profile::{profile_step, StepProfile};
 use crate::model::shared::Shared;
@@ -26,8 +26,11 @@ const RANK: u32 = 20;
 
 pub(crate) struct Fused {
     /// The fused decode step with its head and GPU sampler, or why this model cannot use it
-    /// (kept from load time: a model beyond the fused kernels' limits runs with the others).
-    kernels: std::result::Result<FusedKernels, FuselmError>,
+    /// (kept: a model beyond the fused kernels' limits runs with the others); `None` until
+    /// first use. Compiling the fused kernels is most of a load's compile time in a browser on
+    /// a software adapter (~8 of 10 s per load on SwiftShader), where the planner never picks
+    /// fused: the load builds them only when fused is the default (`build_at_load`).
+    kernels: Option<std::result::Result<FusedKernels, FuselmError>>,
 }
 
 /// Clones the load-time error.
@@ -39,28 +42,53 @@ fn replay(e: &FuselmError) -> FuselmError {
     })
 }
 
+impl Fused {
+    /// The built kernels, building them on first use; or why fused cannot run this model.
+    async fn built(&mut self, m: &Shared) -> Result<&FusedKernels> {
+        if self.kernels.is_none() {
+            self.kernels = Some(bind(m).await);
+        }
+        self.ready()
+    }
+
+    /// The kernels once built (else "not prepared", or why fused cannot run this model).
+    fn ready(&self) -> Result<&FusedKernels> {
+        match &self.kernels {
+            Some(Ok(fused)) => Ok(fused),
+            Some(Err(e)) => Err(replay(e)),
+            None => Err(FuselmError::InvalidArgument(
+                "the fused strategy is not prepared yet (run a generation with it first)".into(),
+            )),
+        }
+    }
+}
+
 impl GenerationStrategy for Fused {
-    fn load(m: &Shared) -> LocalFuture<'_, Result<Self>> {
-        Box::pin(async move {
-            Ok(Self {
-                kernels: bind(m).await,
-            })
-        })
+    fn load(_: &Shared) -> LocalFuture<'_, Result<Self>> {
+        Box::pin(async move { Ok(Self { kernels: None }) })
     }
 
-    fn rebind<'a>(&'a mut self, m: &'a Shared) -> LocalFuture<'a, Result<()>> {
-        Box::pin(async move {
-            self.kernels = bind(m).await;
-            Ok(())
-        })
+    /// The kernels are bound to the old activations: rebuilt on next use.
+    fn rebind<'a>(&'a mut self, _: &'a Shared) -> LocalFuture<'a, Result<()>> {
+        self.kernels = None;
+        Box::pin(async { Ok(()) })
     }
 
-    fn check(&self, _: &Shared) -> Result<()> {
-        self.kernels.as_ref().map(|_| ()).map_err(replay)
+    /// The fused kernels' shape limits, and no failed build.
+    fn check(&self, m: &Shared) -> Result<()> {
+        fused_shape(&m.config, m.acts.n_ctx, *m.ctx.tuning()).check()?;
+        match &self.kernels {
+            Some(Err(e)) => Err(replay(e)),
+            _ => Ok(()),
+        }
     }
 
     fn prepare<'a>(&'a mut self, m: &'a Shared) -> LocalFuture<'a, Result<Option<String>>> {
-        Box::pin(async move { self.check(m).map(|()| None) })
+        Box::pin(async move { self.built(m).await.map(|_| None) })
+    }
+
+    fn build_at_load(&self) -> bool {
+        true
     }
 
     /// Fused on GPUs; not on software adapters, where a dispatch costs little next to the work
@@ -94,7 +122,7 @@ impl GenerationStrategy for Fused {
     }
 
     fn dispatches_per_step(&self, _: &Shared, sampling: bool) -> Result<u32> {
-        let f = self.kernels.as_ref().map_err(replay)?;
+        let f = self.ready()?;
         Ok(f.decode.body_dispatches() + f.choice.dispatches(sampling))
     }
 
@@ -105,7 +133,7 @@ impl GenerationStrategy for Fused {
         on_token: &'a mut dyn FnMut(u32) -> bool,
     ) -> LocalFuture<'a, Result<TokenGeneration>> {
         Box::pin(async move {
-            let fused = self.kernels.as_ref().map_err(replay)?;
+            let fused = self.built(m).await?;
             generate(fused, m, run, on_token).await
         })
     }
@@ -117,9 +145,7 @@ impl GenerationStrategy for Fused {
         reps: u32,
     ) -> LocalFuture<'a, Result<StepProfile>> {
         Box::pin(async move {
-            let fused = self.kernels.as_ref().map_err(|e| {
-                FuselmError::InvalidArgument(format!("fused strategy unavailable: {e}"))
-            })?;
+            let fused = self.ready()?;
             let c = &m.config;
             let kv_bytes = 2 * u64::from(c.head_dim) * m.kv.bytes();
             let mut calls = fused.decode.roles(context, kv_bytes);

@@ -47,6 +47,13 @@ pub(crate) trait GenerationStrategy {
     /// `Some(note)` when there is something a report should say (the bench's notes).
     fn prepare<'a>(&'a mut self, m: &'a Shared) -> LocalFuture<'a, Result<Option<String>>>;
 
+    /// Whether a load builds it (`prepare`) when it is the model's default strategy, so the
+    /// load's compile phase covers it and the first generation starts at once. Strategies that
+    /// copy the weights (the megakernels) build on first use only.
+    fn build_at_load(&self) -> bool {
+        false
+    }
+
     /// What it tells the planner.
     fn pitch(&self, m: &Shared) -> Pitch;
 
