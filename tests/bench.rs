@@ -403,9 +403,22 @@ async fn bench_runs_only_the_strategies_asked() {
             "{bad:?}: {e}"
         );
     }
+    // toyTokens out of range: a typed error naming the option as JavaScript writes it.
+    for bad in [0, 121] {
+        let options = GenerationBenchOptions {
+            toy_tokens: Some(bad),
+            ..Default::default()
+        };
+        let e = bench(None, &options)
+            .await
+            .expect_err("toyTokens out of range");
+        assert_eq!(e.kind(), fuselm::error::ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("toyTokens"), "{e}");
+    }
     let options = GenerationBenchOptions {
         runs: Some(1),
         small_toy: Some(true),
+        toy_tokens: Some(16),
         strategies: Some(vec![Strategy::Fused, Strategy::Unfused]),
         ..Default::default()
     };
@@ -417,6 +430,12 @@ async fn bench_runs_only_the_strategies_asked() {
     );
     for pair in report.results.chunks(2) {
         assert_eq!(pair[0].workload, pair[1].workload);
+        assert!(
+            pair[0].workload.ends_with(", 16 tokens"),
+            "{}",
+            pair[0].workload
+        );
+        assert_eq!((pair[0].new_tokens, pair[1].new_tokens), (16, 16));
         assert_eq!(
             (pair[0].strategy, pair[1].strategy),
             (Strategy::Fused, Strategy::Unfused),

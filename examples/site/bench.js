@@ -2,7 +2,8 @@
 // optionally a real GGUF), shown as a table, an SVG bar chart drawn here, and a JSON download.
 // On software adapters (SwiftShader, lavapipe) the defaults shrink to the smallest toy sizes and one
 // measured run, since those decode at a few tokens per second.
-// Query parameters: ?runs=N&small=0|1&toy=0|1&model=URL&chunkTokens=N, and ?autorun starts at once;
+// Query parameters: ?runs=N&small=0|1&toy=0|1&toyTokens=N&model=URL&chunkTokens=N, and ?autorun
+// starts at once;
 // ?report=URL shows a saved report (`fuselm bench --out` JSON, or this page's download) instead.
 // In your own site: `import { bench } from "fuselm"`.
 import { bench, probe } from "../../dist/index.js";
@@ -21,6 +22,7 @@ function applyParams() {
   if (params.has("runs")) $("runs").value = params.get("runs");
   if (params.has("small")) $("small-toy").checked = params.get("small") !== "0";
   if (params.has("toy")) $("toy").checked = params.get("toy") !== "0";
+  if (params.has("toyTokens")) $("toy-tokens").value = params.get("toyTokens");
   if (params.has("model")) $("model").value = params.get("model");
   if (params.has("chunkTokens")) $("chunk-tokens").value = params.get("chunkTokens");
 }
@@ -34,7 +36,8 @@ async function identify() {
       // A CPU implementation of WebGPU: a small run, or this takes many minutes.
       $("runs").value = "1";
       $("small-toy").checked = true;
-      $("adapter").append(" — a CPU adapter: the defaults are a small run (smallest toy sizes, one measured run).");
+      $("toy-tokens").value = "16";
+      $("adapter").append(" — a CPU adapter: the defaults are a small run (smallest toy sizes, 16 tokens each, one measured run).");
     }
   } catch {
     // bench() itself reports the typed error when there is no adapter.
@@ -46,6 +49,7 @@ function options() {
     runs: Number($("runs").value) || 1,
     toy: $("toy").checked,
     smallToy: $("small-toy").checked,
+    toyTokens: Number($("toy-tokens").value) || undefined,
     chunkTokens: Number($("chunk-tokens").value) || undefined,
   };
   const model = $("model").value.trim();

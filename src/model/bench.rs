@@ -35,6 +35,12 @@ pub struct GenerationBenchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub small_toy: Option<bool>,
+    /// Tokens each toy workload generates after its 8-token prompt (1 to 120; the toy models
+    /// hold 128 positions). Default: 64. Software adapters decode the toy models at tens of
+    /// tokens per second, so a quick look there can take fewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub toy_tokens: Option<u32>,
     /// With a model: profile one fused decode step per kernel role. Default: false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
@@ -375,6 +381,11 @@ fn bench_strategies(options: &GenerationBenchOptions) -> Result<Vec<Strategy>> {
     Ok(list.clone())
 }
 
+/// The toy models' KV capacity, prompt length and default generation length.
+const TOY_CONTEXT: u32 = 128;
+const TOY_PROMPT: u32 = 8;
+const TOY_TOKENS: u32 = 64;
+
 /// Runs the benchmark: `model` (a GGUF file) if given, and the toy grid when asked (or when
 /// there is no model). Each model gets its own device context.
 pub async fn bench(
@@ -397,6 +408,13 @@ pub async fn bench_with(
     }
     let runs = options.runs.unwrap_or(5).max(1);
     let chunk = options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS).max(1);
+    let toy_tokens = options.toy_tokens.unwrap_or(TOY_TOKENS);
+    if !(1..=TOY_CONTEXT - TOY_PROMPT).contains(&toy_tokens) {
+        return Err(FuselmError::InvalidArgument(format!(
+            "bench: toyTokens must be from 1 to {}; got {toy_tokens}",
+            TOY_CONTEXT - TOY_PROMPT
+        )));
+    }
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
@@ -475,7 +493,7 @@ pub async fn bench_with(
                 };
                 let file = synthetic_llama(&spec);
                 let load = LoadOptions {
-                    n_ctx: Some(128),
+                    n_ctx: Some(TOY_CONTEXT),
                     max_batch: Some(16),
                     kv_f16: Some(false),
                     strategy: None,
@@ -483,9 +501,9 @@ pub async fn bench_with(
                 let mut m =
                     GpuModel::load(GpuContext::with_options(context).await?, &file, &load).await?;
                 let w = Workload {
-                    name: format!("toy d{d} L{layers}, 64 tokens"),
-                    prompt: (1..9).collect(),
-                    new_tokens: 64,
+                    name: format!("toy d{d} L{layers}, {toy_tokens} tokens"),
+                    prompt: (1..=TOY_PROMPT).collect(),
+                    new_tokens: toy_tokens,
                 };
                 bench_model(&mut m, &[w], set, &mut rows, &mut notes, &mut warnings).await?;
             }

@@ -19,12 +19,14 @@ test("the bench page runs every strategy on the toy grid, charts it and download
     assert.equal(await page.inputValue("#runs"), "1");
     assert.equal(await page.isChecked("#small-toy"), true);
     assert.equal(await page.isChecked("#toy"), true);
+    assert.equal(await page.inputValue("#toy-tokens"), "16");
 
     await page.click("#run");
     await page.waitForFunction(() => document.body.dataset.state === "running");
     assert.equal(await page.isDisabled("#run"), true, "no second run while one is going");
-    // A guard against a hang, not a speed bound: the run took 280 s alone on CI's two cores
-    // (2026-11-27) and over 300 s beside the other browser suites of `npm test`.
+    // A guard against a hang, not a speed bound: the run (64 tokens per workload then) took
+    // 280 s alone on CI's two cores (2026-11-27) and over 300 s beside the other browser
+    // suites of `npm test`.
     await expectState(page, "done", 900_000);
 
     // The side-by-side table: one row per workload, a column per strategy.
@@ -41,7 +43,7 @@ test("the bench page runs every strategy on the toy grid, charts it and download
     const saved = JSON.parse(readFileSync(await download.path(), "utf8"));
     assert.equal(saved.kind, "fuselm-bench-browser");
     assert.equal(saved.adapter.architecture, "swiftshader");
-    assert.deepEqual(saved.options, { runs: 1, toy: true, smallToy: true, chunkTokens: 32 });
+    assert.deepEqual(saved.options, { runs: 1, toy: true, smallToy: true, toyTokens: 16, chunkTokens: 32 });
     const results = saved.report.results;
     assert.equal(results.length, workloads * 3, "fused, unfused and megakernel on every workload");
     assert.deepEqual(new Set(results.map((r) => r.strategy)), new Set(["fused", "unfused", "megakernel"]));

@@ -23,6 +23,9 @@ pub struct BenchArgs {
     /// Only the smallest toy sizes (slow adapters).
     #[arg(long)]
     small_toy: bool,
+    /// Tokens each toy workload generates (1 to 120; default 64).
+    #[arg(long)]
+    toy_tokens: Option<u32>,
     /// Profile one fused decode step per kernel role (timestamp queries).
     #[arg(long)]
     profile: bool,
@@ -69,6 +72,7 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
         runs: Some(args.runs),
         toy: Some(args.toy || bytes.is_none()),
         small_toy: Some(args.small_toy),
+        toy_tokens: args.toy_tokens,
         profile: Some(args.profile),
         long_context: Some(!args.no_long),
         chunk_tokens: Some(args.chunk_tokens),

@@ -151,7 +151,7 @@ export async function adapter(): Promise<string> {
   const badTimer: TimerKind = "performance-now";
   console.log(badTimer);
 
-  const benchOptions: GenerationBenchOptions = { runs: 1, smallToy: true, profile: true, longContext: false, chunkTokens: 8 };
+  const benchOptions: GenerationBenchOptions = { runs: 1, smallToy: true, toyTokens: 16, profile: true, longContext: false, chunkTokens: 8 };
   const toy: GenerationBenchReport = await bench(benchOptions);
   const row: GenerationBenchRow | undefined = toy.results[0];
   const decode: Spread | undefined = row?.decodeTokensPerSecond;
