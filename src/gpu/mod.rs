@@ -1,6 +1,8 @@
 //! GPU plumbing shared by every kernel: adapter/device acquisition, buffer readback, waiting.
 
 mod context;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod loop_proof;
 mod readback;
 mod sync;
 
