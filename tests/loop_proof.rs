@@ -198,6 +198,40 @@ fn probe_kernels_are_proved() {
     }
 }
 
+/// The uniform fields that the kernels' loop proofs may assume below `PARAM_LIMIT` (2^31), and
+/// why the host keeps them there (`check_fit` refuses shapes at or above it: see
+/// `fuselm::gpu::LOOP_PARAM_LIMIT`).
+const HOST_LIMITED: &[(&str, &str)] = &[
+    (
+        "p.head_dim",
+        "a shape: n_head * head_dim < 2^31 (check_fit)",
+    ),
+    ("p.n_ctx", "the context length < 2^31 (check_fit)"),
+    (
+        "p.k",
+        "a matrix's input width: n_embd, n_ff or n_head * head_dim < 2^31",
+    ),
+    ("p.n", "a row width: n_embd or head_dim < 2^31"),
+    ("p.n_vocab", "the vocabulary < 2^31 (check_fit)"),
+    ("p.end", "a position: at most n_ctx"),
+    ("p.n_prompt", "a position: at most n_ctx"),
+    (
+        "p.steps",
+        "read only through min(p.end, ...): never bounds a loop alone",
+    ),
+    (
+        "p.n_lists",
+        "the vocabulary's 1024-logit slices: below the vocabulary",
+    ),
+    ("p.n_best", "head_logits workgroups: below the vocabulary"),
+];
+
+#[test]
+fn param_limit_is_the_hosts() {
+    assert_eq!(PARAM_LIMIT, fuselm::gpu::LOOP_PARAM_LIMIT);
+    assert_eq!(PARAM_LIMIT, 1 << 31);
+}
+
 /// Models that together use every weight format, architecture and KV format.
 fn specs() -> Vec<SyntheticSpec> {
     use GgmlType::*;
@@ -253,6 +287,7 @@ fn specs() -> Vec<SyntheticSpec> {
 /// `PARAM_LIMIT` are the ones the host derives from limited shapes.
 #[test]
 fn every_model_kernel_is_proved() {
+    let mut assumed = std::collections::BTreeSet::new();
     pollster::block_on(async {
         for (i, spec) in specs().into_iter().enumerate() {
             let bytes = synthetic_llama(&spec);
@@ -271,6 +306,19 @@ fn every_model_kernel_is_proved() {
             }
             let unproven = model.context().unproven_loops();
             assert!(unproven.is_empty(), "{}: {unproven:#?}", spec.arch);
+            assert!(
+                model.context().loop_assumptions().len() > 3,
+                "the kernels were compiled through GpuContext::shader"
+            );
+            for a in model.context().loop_assumptions() {
+                let field = a.split(": ").nth(1).unwrap_or_default().to_string();
+                assert!(
+                    HOST_LIMITED.iter().any(|(f, _)| *f == field),
+                    "{a}: a loop bound read from a uniform buffer that the host does not limit \
+                     below PARAM_LIMIT (add the limit, then the field to HOST_LIMITED)"
+                );
+                assumed.insert(field);
+            }
         }
     });
 }

@@ -92,6 +92,9 @@ pub struct GpuContext {
     /// The modules [`GpuContext::shader`] could not prove loop-safe (see
     /// [`GpuContext::unproven_loops`]).
     unproven: Mutex<Vec<String>>,
+    /// The uniform fields the proofs assumed below `loop_proof::PARAM_LIMIT`
+    /// (see [`GpuContext::loop_assumptions`]).
+    assumed: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Drop for GpuContext {
@@ -160,6 +163,7 @@ impl GpuContext {
             options,
             lost,
             unproven: Mutex::new(Vec::new()),
+            assumed: Mutex::new(Default::default()),
         })
     }
 
@@ -247,9 +251,16 @@ impl GpuContext {
             })?;
             let proof =
                 loop_proof::prove(&parsed, &loop_proof::ProofLimits::of(&self.device.limits()));
-            if let Err(why) = &proof {
-                if let Ok(mut list) = self.unproven.lock() {
-                    list.push(format!("{label}: {}", why.describe(Some(source))));
+            match &proof {
+                Ok(proof) => {
+                    if let Ok(mut set) = self.assumed.lock() {
+                        set.extend(proof.assumptions.iter().map(|a| format!("{label}: {a}")));
+                    }
+                }
+                Err(why) => {
+                    if let Ok(mut list) = self.unproven.lock() {
+                        list.push(format!("{label}: {}", why.describe(Some(source))));
+                    }
                 }
             }
             let desc = wgpu::ShaderModuleDescriptor {
@@ -285,6 +296,16 @@ impl GpuContext {
         self.unproven
             .lock()
             .map(|list| list.clone())
+            .unwrap_or_default()
+    }
+
+    /// The uniform fields (`label: global.member`) whose values the loop proofs of the modules
+    /// compiled so far assumed below `loop_proof::PARAM_LIMIT` (2^31), for tests to check
+    /// against what the host writes there (native only).
+    pub fn loop_assumptions(&self) -> Vec<String> {
+        self.assumed
+            .lock()
+            .map(|set| set.iter().cloned().collect())
             .unwrap_or_default()
     }
 

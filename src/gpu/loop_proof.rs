@@ -31,14 +31,15 @@
 //! `select`/`clamp`, every value a call site passes to a function argument, every value stored
 //! to a local or workgroup variable, a counter read inside its own loop's body (below its
 //! bound), and one assumption: **a `u32` read from a uniform buffer is below
-//! [`PARAM_LIMIT`]** (2^31). The proof lists the uniform fields it relied on
-//! ([`Proof::assumptions`]); the host writes those parameters from shapes that the model loader
+//! [`PARAM_LIMIT`]** (2^31). The proof lists the uniform fields its range analysis read
+//! ([`Proof::assumptions`], a superset of those it relied on); the host writes those parameters from shapes that the model loader
 //! limits (`model::shared::check_fit` refuses shapes of 2^31 or more) and from sampler and
 //! simulation settings below that, and tests/loop_proof.rs checks the list of fields.
 //!
 //! Loop-invariant means: not computed inside the loop, or computed there only from literals,
 //! constants, arguments, `arrayLength`, loads from uniform or read-only storage buffers, and
-//! loads of local variables that nothing in the loop writes.
+//! loads of local variables that the loop writes only just before leaving it (a write
+//! directly followed by `break` or `return`).
 //!
 //! Native only: in a browser, the browser's WGSL compiler applies its own checks.
 
@@ -51,7 +52,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The assumption the proof may use: every `u32` that a kernel reads from a uniform buffer is
 /// below this (the host never writes a larger loop parameter; see the module docs).
-pub const PARAM_LIMIT: u64 = 1 << 31;
+pub const PARAM_LIMIT: u64 = super::LOOP_PARAM_LIMIT;
 
 const MAX: u64 = u32::MAX as u64;
 const TOP: (u64, u64) = (0, MAX);
