@@ -221,14 +221,19 @@ struct Fact {
     inclusive: bool,
 }
 
+/// A call: the calling function and its arguments.
+type CallSite = (Key, Vec<Handle<E>>);
+/// `[lo, hi]`.
+type Interval = (u64, u64);
+
 struct Prover<'a> {
     module: &'a Module,
     limits: ProofLimits,
     /// Per function: the counter facts of its loops.
     facts: HashMap<Key, Vec<Fact>>,
     /// Per function: its call sites (caller, arguments).
-    callers: HashMap<Handle<Function>, Vec<(Key, Vec<Handle<E>>)>>,
-    memo: RefCell<HashMap<(Key, Handle<E>), (u64, u64)>>,
+    callers: HashMap<Handle<Function>, Vec<CallSite>>,
+    memo: RefCell<HashMap<(Key, Handle<E>), Interval>>,
     globals_memo: RefCell<HashMap<Handle<naga::GlobalVariable>, (u64, u64)>>,
     assumptions: RefCell<BTreeSet<String>>,
 }
@@ -1320,8 +1325,8 @@ fn binary(op: Op, a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
         Op::Multiply if a.1.saturating_mul(b.1) <= MAX => (a.0 * b.0, a.1 * b.1),
         // WGSL: x / 0 == x.
         Op::Divide => (
-            if b.1 == 0 { a.0 } else { a.0 / b.1 },
-            if b.0 == 0 { a.1 } else { a.1 / b.0 },
+            a.0.checked_div(b.1).unwrap_or(a.0),
+            a.1.checked_div(b.0).unwrap_or(a.1),
         ),
         Op::Modulo => (0, if b.0 >= 1 { a.1.min(b.1 - 1) } else { a.1 }),
         Op::And => (0, a.1.min(b.1)),
