@@ -151,6 +151,10 @@ async fn gpu_matches_cpu_reference() {
             assert_ne!(other, fused, "{env:?}: seed changes nothing");
         }
     }
+    // Natively every built-in kernel's loops are proved to terminate (src/gpu/loop_proof.rs),
+    // so none is compiled with forced loop bounding.
+    #[cfg(not(target_arch = "wasm32"))]
+    assert_eq!(ctx.unproven_loops(), Vec::<String>::new());
 }
 gpu_test!(
     fused_and_unfused_rollouts_match_the_cpu_reference,
@@ -303,6 +307,8 @@ async fn es_matches_cpu_and_learns() {
         seed: 7,
     };
     let run = es_gpu(&ctx, &eval, &[0.0; 10], &o).await.expect("gpu es");
+    #[cfg(not(target_arch = "wasm32"))]
+    assert_eq!(ctx.unproven_loops(), Vec::<String>::new());
     let first = run.stats[0].mean_reward;
     let last = run.stats.last().unwrap().mean_reward;
     let best = run.stats.iter().map(|s| s.best_reward).fold(0.0, f32::max);

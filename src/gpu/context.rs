@@ -6,6 +6,8 @@
 //! requested only when the adapter has them; kernels pick their variant at run time.
 
 use crate::error::{FuselmError, Result};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::gpu::loop_proof;
 use crate::kernels::tuning::KernelTuning;
 use std::sync::{Arc, Mutex};
 
@@ -55,15 +57,16 @@ pub async fn request_adapter_with(backends: wgpu::Backends) -> Result<wgpu::Adap
 
 /// How a [`GpuContext`] compiles fuselm's kernels. `Default` is what every user gets: the
 /// kernels' measured parameters, subgroup reductions where subgroups are 32 wide, and no loop
-/// bounding. The other settings exist to measure alternatives on one device (the native CLI
+/// bounding for kernels whose loops are proved to terminate. The other settings exist to measure alternatives on one device (the native CLI
 /// sets them from `--tune`; bench/NOTES.md has the measurements).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContextOptions {
     /// Reduce through workgroup memory even where subgroups are 32 wide
     /// ([`GpuContext::subgroups32`] is then false), to compare both paths on one device.
     pub no_subgroups: bool,
-    /// Compile the kernels with Naga's forced loop bounding too (wgpu's full runtime checks;
-    /// see [`GpuContext::shader`] for why it is off by default).
+    /// Compile every kernel with Naga's forced loop bounding too (wgpu's full runtime checks),
+    /// even those whose loops are proved to terminate (see [`GpuContext::shader`] for why it is
+    /// off by default).
     pub force_loop_bounding: bool,
     /// Overrides of the kernels' launch parameters.
     pub tuning: KernelTuning,
@@ -86,6 +89,12 @@ pub struct GpuContext {
     options: ContextOptions,
     /// Set by the device-lost callback: why the device was lost.
     lost: Arc<Mutex<Option<String>>>,
+    /// The modules [`GpuContext::shader`] could not prove loop-safe (see
+    /// [`GpuContext::unproven_loops`]).
+    unproven: Mutex<Vec<String>>,
+    /// The uniform fields the proofs assumed below `loop_proof::PARAM_LIMIT`
+    /// (see [`GpuContext::loop_assumptions`]).
+    assumed: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Drop for GpuContext {
@@ -153,6 +162,8 @@ impl GpuContext {
             subgroups,
             options,
             lost,
+            unproven: Mutex::new(Vec::new()),
+            assumed: Mutex::new(Default::default()),
         })
     }
 
@@ -209,35 +220,93 @@ impl GpuContext {
     /// Compiles one of fuselm's own WGSL modules. Validation errors are caught as a typed error
     /// instead of wgpu's default behaviour (a panic natively, a console error in browsers).
     ///
-    /// Natively the module is compiled without Naga's forced loop bounding: Naga otherwise
-    /// threads a 64-bit countdown through every loop (a guard against infinite loops, which
-    /// drivers may treat as unreachable), and that stops the driver from unrolling the kernels'
-    /// constant-trip loops and keeping their small arrays in registers: on an H200 the fused
-    /// decode step went from 1,000 to 690 µs without it (bench/NOTES.md). Every other runtime
-    /// check wgpu has stays on, bounds checks included: no setting turns them off.
-    /// [`ContextOptions::force_loop_bounding`] puts the loop bounding back, to measure it.
-    /// Browsers compile WGSL themselves and ignore this. Never use it for WGSL that fuselm did
-    /// not write.
+    /// Natively the source is parsed with Naga and [`loop_proof::prove`] checks that every loop
+    /// of every function terminates (counted loops whose counter nothing else writes, whose
+    /// step is at least 1 and whose bound cannot let the counter wrap; the module docs list
+    /// the accepted forms and the one assumption, uniform parameters below 2^31). A proved
+    /// module is compiled from that parsed module without Naga's forced loop bounding: Naga
+    /// otherwise threads a 64-bit countdown through every loop (a guard against infinite loops,
+    /// which drivers may treat as unreachable), and that stops the driver from unrolling the
+    /// kernels' constant-trip loops and keeping their small arrays in registers: on an H200 the
+    /// fused decode step went from 1,000 to 690 µs without it (bench/NOTES.md). Every other
+    /// runtime check wgpu has stays on, bounds checks included: no setting turns them off.
+    /// A module the prover cannot prove is compiled with all of wgpu's checks (forced loop
+    /// bounding on) and recorded in [`GpuContext::unproven_loops`];
+    /// [`ContextOptions::force_loop_bounding`] compiles every module that way, to measure it.
+    /// Browsers compile WGSL themselves and apply their own checks: there the source goes to
+    /// the browser unchanged.
     pub async fn shader(&self, label: &str, source: &str) -> Result<wgpu::ShaderModule> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let desc = wgpu::ShaderModuleDescriptor {
-            label: Some(label),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        };
-        // SAFETY: without forced loop bounding, `create_shader_module_trusted` requires that no
-        // loop is infinite (every other check, bounds checks included, is on). Every loop of
-        // `shaders/*.wgsl` counts a u32 up to a bound by a positive step (a constant, or
-        // `WG`/`LANES`/`stride`) or shifts a power of two down to zero or up to a small
-        // constant; the bounds are shape constants or lengths validated when the model is
-        // loaded (n_ctx, n_vocab, tensor sizes < 2^32 - step), so no counter wraps.
-        let module = unsafe {
-            self.device
-                .create_shader_module_trusted(desc, shader_checks(&self.options))
+        #[cfg(target_arch = "wasm32")]
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        #[cfg(not(target_arch = "wasm32"))]
+        let module = {
+            let parsed = naga::front::wgsl::parse_str(source).map_err(|e| {
+                FuselmError::Gpu(format!("shader {label}: {}", e.emit_to_string(source)))
+            })?;
+            let proof =
+                loop_proof::prove(&parsed, &loop_proof::ProofLimits::of(&self.device.limits()));
+            match &proof {
+                Ok(proof) => {
+                    if let Ok(mut set) = self.assumed.lock() {
+                        set.extend(proof.assumptions.iter().map(|a| format!("{label}: {a}")));
+                    }
+                }
+                Err(why) => {
+                    if let Ok(mut list) = self.unproven.lock() {
+                        list.push(format!("{label}: {}", why.describe(Some(source))));
+                    }
+                }
+            }
+            let desc = wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(parsed)),
+            };
+            if proof.is_ok() && !self.options.force_loop_bounding {
+                // SAFETY: `create_shader_module_trusted` with every runtime check but forced
+                // loop bounding requires that no loop of the module is infinite.
+                // `loop_proof::prove` has just proved, on this very module, that every loop
+                // of every function terminates, given that the u32 values the module reads
+                // from uniform buffers as loop bounds are below `loop_proof::PARAM_LIMIT`
+                // (2^31): the host derives them from model shapes that `check_fit` limits to
+                // below 2^31, and tests/loop_proof.rs checks which fields the proofs rely on.
+                unsafe {
+                    self.device
+                        .create_shader_module_trusted(desc, shader_checks())
+                }
+            } else {
+                self.device.create_shader_module(desc)
+            }
         };
         match scope.pop().await {
             Some(e) => Err(FuselmError::Gpu(format!("shader {label}: {e}"))),
             None => Ok(module),
         }
+    }
+
+    /// The fuselm modules (`label: function, loop, reason`) whose loops the prover could not
+    /// prove terminate, so [`GpuContext::shader`] compiled them with all of wgpu's checks
+    /// (native only; always empty in a browser).
+    pub fn unproven_loops(&self) -> Vec<String> {
+        self.unproven
+            .lock()
+            .map(|list| list.clone())
+            .unwrap_or_default()
+    }
+
+    /// The uniform fields (`label: global.member`) whose values the loop proofs of the modules
+    /// compiled so far assumed below `loop_proof::PARAM_LIMIT` (2^31), for tests to check
+    /// against what the host writes there (native only).
+    pub fn loop_assumptions(&self) -> Vec<String> {
+        self.assumed
+            .lock()
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Compiles WGSL that is not ours with every runtime check WebGPU defines (the safe
@@ -275,11 +344,12 @@ impl GpuContext {
     }
 }
 
-/// The runtime checks fuselm's kernels are compiled with: all of wgpu's, less forced loop
-/// bounding unless `options` asks for it (see [`GpuContext::shader`]).
-fn shader_checks(options: &ContextOptions) -> wgpu::ShaderRuntimeChecks {
+/// The runtime checks a module whose loops are proved to terminate is compiled with: all of
+/// wgpu's, less forced loop bounding (see [`GpuContext::shader`]).
+#[cfg(not(target_arch = "wasm32"))]
+fn shader_checks() -> wgpu::ShaderRuntimeChecks {
     wgpu::ShaderRuntimeChecks {
-        force_loop_bounding: options.force_loop_bounding,
+        force_loop_bounding: false,
         ..wgpu::ShaderRuntimeChecks::checked()
     }
 }

@@ -61,6 +61,29 @@ pub(crate) fn check_fit(
         kv,
     } = sizes;
     let kv_dim = u64::from(config.n_head_kv) * u64::from(config.head_dim);
+    // The kernels' loop bounds read from uniform buffers are these shapes, positions below
+    // n_ctx and counts derived from the vocabulary: the proofs that their loops terminate
+    // (gpu::loop_proof) assume each is below LOOP_PARAM_LIMIT (2^31).
+    for (what, value) in [
+        ("context length", u64::from(n_ctx)),
+        ("batch", u64::from(max_batch)),
+        ("vocabulary", u64::from(config.vocab_size)),
+        ("n_embd", u64::from(config.n_embd)),
+        ("n_ff", u64::from(config.n_ff)),
+        (
+            "n_head * head_dim",
+            u64::from(config.n_head) * u64::from(config.head_dim),
+        ),
+        ("n_head_kv * head_dim", kv_dim),
+    ] {
+        if value >= crate::gpu::LOOP_PARAM_LIMIT {
+            return Err(FuselmError::LimitExceeded {
+                limit: what,
+                needed: value,
+                available: crate::gpu::LOOP_PARAM_LIMIT - 1,
+            });
+        }
+    }
     over(kv_dim * u64::from(n_ctx) * kv.bytes())?;
     let widest = u64::from(
         config
