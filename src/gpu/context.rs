@@ -57,8 +57,9 @@ pub async fn request_adapter_with(backends: wgpu::Backends) -> Result<wgpu::Adap
 
 /// How a [`GpuContext`] compiles fuselm's kernels. `Default` is what every user gets: the
 /// kernels' measured parameters, subgroup reductions where subgroups are 32 wide, and no loop
-/// bounding for kernels whose loops are proved to terminate. The other settings exist to measure alternatives on one device (the native CLI
-/// sets them from `--tune`; bench/NOTES.md has the measurements).
+/// bounding for kernels whose loops are proved to terminate. The other settings exist to
+/// measure alternatives on one device (the native CLI sets them from `--tune`;
+/// bench/NOTES.md has the measurements).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContextOptions {
     /// Reduce through workgroup memory even where subgroups are 32 wide
