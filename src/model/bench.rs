@@ -147,7 +147,7 @@ pub struct GenerationBenchReport {
     /// The results as a markdown table.
     pub markdown: String,
     /// Strategies that could not run a workload, and why (e.g. a model beyond the fused
-    /// kernels' limits).
+    /// kernels' limits); kernels compiled with forced loop bounding (native).
     pub notes: Vec<String>,
     /// Workloads where the planner's choice (the default strategy, `auto`) was not the
     /// fastest end to end on this device, with both figures; also rows of `markdown`.
@@ -276,6 +276,14 @@ async fn bench_model(
                     notes.push(format!("{}: {} failed: {e}", w.name, strategy.name()));
                 }
                 Err(e) => return Err(e),
+            }
+        }
+        // A kernel compiled with forced loop bounding (its loops not proved to terminate:
+        // `GpuContext::shader`) runs slower than the others: say so beside the figures.
+        for module in model.context().unproven_loops() {
+            let note = format!("compiled with forced loop bounding: {module}");
+            if !notes.contains(&note) {
+                notes.push(note);
             }
         }
         let unfused = results
