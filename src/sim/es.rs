@@ -10,7 +10,7 @@ use super::math::{cos, uniform, PI};
 use super::{episode, PopulationSpec};
 use crate::error::{FuselmError, Result};
 use crate::gpu::{read_buffer, GpuContext};
-use crate::kernels::{compose, Pipeline, Slot};
+use crate::kernels::pipeline::{compose, Pipeline, Slot};
 use crate::sampling::rng::pcg;
 use crate::shaders;
 use serde::{Deserialize, Serialize};

@@ -15,7 +15,8 @@ use super::{Env, Fitness, Policy, PopulationSpec};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::{StagedRead, StagingPool};
-use crate::kernels::{compose, grid, max_groups, Bound, Pipeline, Slot};
+use crate::kernels::dispatch::{grid, max_groups};
+use crate::kernels::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::shaders;
 use serde::{Deserialize, Serialize};
 
@@ -249,7 +250,7 @@ const ACTION_SCALE: f32 = {scale:?};
         seed: u32,
         params: &wgpu::Buffer,
         fitness: &wgpu::Buffer,
-    ) -> Result<crate::kernels::Bound> {
+    ) -> Result<crate::kernels::pipeline::Bound> {
         self.fused.bind(
             ctx,
             &SimParams {
