@@ -11,7 +11,10 @@
 //! they give identical results; the CPU reference (`sim::evaluate_cpu`) agrees within rounding
 //! (tests/sim.rs states the tolerance).
 
-use super::{Env, Fitness, Policy, PopulationSpec};
+use super::env::Env;
+use super::fitness::Fitness;
+use super::policy::Policy;
+use super::spec::PopulationSpec;
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::{StagedRead, StagingPool};
