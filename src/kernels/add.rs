@@ -1,7 +1,8 @@
 //! In-place residual add.
 
+use super::checks::check_buffer;
+use super::pipeline::{compose, Pipeline, Slot};
 use super::swiglu::ElementwiseCall;
-use super::{check_buffer, compose, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;

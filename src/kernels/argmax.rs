@@ -1,6 +1,7 @@
 //! Greedy sampling on the GPU.
 
-use super::{check_buffer, compose, require, Bound, Pipeline, Slot};
+use super::checks::{check_buffer, require};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;

@@ -1,9 +1,9 @@
 //! Causal grouped-query attention over the KV cache.
 
-use super::{
-    check_buffer, check_bytes, check_dim, check_tokens, compose, max_groups, require, Bound,
-    Pipeline, Res, Slot,
-};
+use super::binding::Res;
+use super::checks::{check_buffer, check_bytes, check_tokens, require};
+use super::dispatch::{check_dim, max_groups};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 use crate::shaders;

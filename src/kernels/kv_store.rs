@@ -1,10 +1,10 @@
 //! Appending this step's K and V to the KV cache.
 
 use super::attention::{AttentionShape, KvFormat};
-use super::{
-    check_buffer, check_bytes, check_tokens, compose, grid, max_groups, require, Bound, Pipeline,
-    Res, Slot,
-};
+use super::binding::Res;
+use super::checks::{check_buffer, check_bytes, check_tokens, require};
+use super::dispatch::{grid, max_groups};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;

@@ -4,8 +4,9 @@
 //! ([`layer_prelude`]), its bind group index ([`in_group`]), its grid ([`layer_grid`]) and its
 //! weight bindings ([`weight_res`]).
 
+use super::binding::Res;
+use super::dispatch::{check_dim, max_groups};
 use super::weights::{GpuWeight, WeightFormat};
-use super::{check_dim, max_groups, Res};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 

@@ -1,10 +1,9 @@
 //! Prefill matrix product (many tokens) against a weight in its ggml format.
 
+use super::checks::{check_buffer, check_tokens, require};
+use super::dispatch::{check_dim, grid, max_groups};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use super::weights::{GpuWeight, WeightFormat};
-use super::{
-    check_buffer, check_dim, check_tokens, compose, grid, max_groups, require, Bound, Pipeline,
-    Slot,
-};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;

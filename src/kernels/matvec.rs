@@ -1,7 +1,9 @@
 //! Decode matrix-vector product against a weight in its ggml format.
 
+use super::checks::{check_buffer, require};
+use super::dispatch::{grid, max_groups};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use super::weights::{GpuWeight, WeightFormat};
-use super::{check_buffer, compose, grid, max_groups, require, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;

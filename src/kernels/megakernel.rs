@@ -10,8 +10,9 @@
 //! so its "first global row" is `offset / row_words` and the format's decoder, called with
 //! `first + r`, reads row r. The format id is the format's index in [`WeightFormat::ALL`].
 
+use super::checks::{check_buffer, require};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use super::weights::WeightFormat;
-use super::{check_buffer, compose, require, Bound, Pipeline, Slot};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 use crate::sampling::MAX_CANDIDATES;

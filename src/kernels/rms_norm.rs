@@ -1,8 +1,8 @@
 //! RMS normalisation with its weight.
 
-use super::{
-    check_buffer, check_dim, check_tokens, compose, max_groups, require, Bound, Pipeline, Slot,
-};
+use super::checks::{check_buffer, check_tokens, require};
+use super::dispatch::{check_dim, max_groups};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;

@@ -1,9 +1,9 @@
 //! Rotary position embedding of Q and K, in place.
 
 use super::attention::AttentionShape;
-use super::{
-    check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot,
-};
+use super::checks::{check_buffer, check_tokens, require};
+use super::dispatch::{grid, max_groups};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;

@@ -3,8 +3,10 @@
 //! `sample_choose`). Greedy decoding records head + choose (2 dispatches); sampling adds
 //! select (3). The settings live in a storage buffer holding `sampling::SamplerParams`.
 
+use super::checks::{check_buffer, check_bytes, require};
+use super::dispatch::{grid, max_groups};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use super::weights::{GpuWeight, WeightFormat};
-use super::{check_buffer, check_bytes, compose, grid, max_groups, require, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;

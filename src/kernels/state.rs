@@ -1,6 +1,6 @@
 //! The decode state: the per-step values every kernel reads from the GPU instead of a uniform.
 
-use super::{compose, Bound, Pipeline, Slot};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
@@ -74,7 +74,7 @@ impl Advance {
 
     /// `state`: the 16-byte [`DecodeState`] buffer.
     pub fn bind(&self, ctx: &GpuContext, state: &wgpu::Buffer) -> Result<AdvanceCall> {
-        super::check_buffer(ctx, "advance state", state, 4)?;
+        super::checks::check_buffer(ctx, "advance state", state, 4)?;
         Ok(AdvanceCall {
             bound: self.pipeline.bind_plain(ctx, &[state])?,
         })

@@ -1,8 +1,8 @@
 //! The gated activation of the FFN: SwiGLU (llama, qwen) or GeGLU (gemma).
 
-use super::{
-    check_buffer, check_tokens, compose, grid, max_groups, require, Bound, Pipeline, Slot,
-};
+use super::checks::{check_buffer, check_tokens, require};
+use super::dispatch::{grid, max_groups};
+use super::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gguf::FfnActivation;
 use crate::gpu::GpuContext;

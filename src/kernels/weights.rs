@@ -39,7 +39,7 @@
 //! several buffers ([`WeightChunk`]); kernels record one dispatch per chunk. F16 rows with an
 //! odd `k` are split at even rows only, so every chunk starts on a word.
 
-use super::{BufferView, Res};
+use super::binding::{BufferView, Res};
 use crate::error::{FuselmError, Result};
 use crate::gguf::{scale_min_k4, GgmlType};
 use crate::gpu::GpuContext;
@@ -523,7 +523,7 @@ impl GpuWeight {
         let stride_rows = u64::from(n).div_ceil(step) * step;
         let slot = u32::try_from(stride_rows).ok()?;
         let (views, stride) =
-            super::stack_views(ctx, label, layers.len(), stride_rows * row_bytes)?;
+            super::binding::stack_views(ctx, label, layers.len(), stride_rows * row_bytes)?;
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });

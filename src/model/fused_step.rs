@@ -16,12 +16,13 @@ use crate::error::Result;
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
 use crate::kernels::fused_layer::uniform_array;
+use crate::kernels::pipeline::PassState;
 use crate::kernels::sample::head_groups;
 use crate::kernels::{
     Embed, EmbedCall, FusedArch, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown,
     FusedFfnUp, FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, HeadLogits, HeadLogitsCall,
-    KernelTuning, KvFormat, LayerAttention, LayerIndexing, LayerVectors, PassState, SampleCall,
-    SampleChoose, SampleSelect, WeightFormat, NO_VECTOR,
+    KernelTuning, KvFormat, LayerAttention, LayerIndexing, LayerVectors, SampleCall, SampleChoose,
+    SampleSelect, WeightFormat, NO_VECTOR,
 };
 use std::collections::HashMap;
 

@@ -1,6 +1,6 @@
 //! Causal grouped-query attention.
 
-use super::softmax;
+use super::softmax::softmax;
 
 /// Attention of one token's queries `q` (`[n_head, head_dim]`) over `seq = keys.len() /
 /// (n_head_kv * head_dim)` visible positions; `keys`, `values`: `[seq, n_head_kv, head_dim]`.

@@ -3,8 +3,10 @@
 //! fitness back — for both strategies side by side in one process on one device, over
 //! populations × episode lengths. Medians of `runs` after one warm-up, with min and max.
 
+use super::env::Env;
 use super::gpu::{PopulationEvaluator, SimStrategy};
-use super::{Env, Policy, PopulationSpec};
+use super::policy::Policy;
+use super::spec::PopulationSpec;
 use crate::clock::now_seconds;
 use crate::error::Result;
 use crate::gpu::GpuContext;

@@ -3,16 +3,10 @@
 //! of their WGSL twins (`shaders/sim_env_*.wgsl`), with this module's `math` for sin/cos/tanh.
 //! State and observation are padded to [`STATE`] and [`OBS`] floats.
 
+use super::env::Env;
 use super::math::{cos, sin, sincos, uniform_in, PI};
-use super::Env;
 
-/// Floats of an environment state (padded).
-pub const STATE: usize = 4;
-/// Floats of an observation (padded).
-pub const OBS: usize = 8;
-
-pub type State = [f32; STATE];
-pub type Obs = [f32; OBS];
+pub use super::env::{Obs, State, OBS, STATE};
 
 /// The outcome of one step.
 pub struct Step {

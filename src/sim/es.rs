@@ -5,12 +5,13 @@
 //! statistics read back (`shaders/sim_es.wgsl`). [`es_cpu`] is the reference: the same noise
 //! (counter-based, regenerated rather than stored) and the same arithmetic.
 
+use super::cpu::episode;
 use super::gpu::{storage, PopulationEvaluator};
 use super::math::{cos, uniform, PI};
-use super::{episode, PopulationSpec};
+use super::spec::PopulationSpec;
 use crate::error::{FuselmError, Result};
 use crate::gpu::{read_buffer, GpuContext};
-use crate::kernels::{compose, Pipeline, Slot};
+use crate::kernels::pipeline::{compose, Pipeline, Slot};
 use crate::sampling::rng::pcg;
 use crate::shaders;
 use serde::{Deserialize, Serialize};

@@ -11,11 +11,15 @@
 //! they give identical results; the CPU reference (`sim::evaluate_cpu`) agrees within rounding
 //! (tests/sim.rs states the tolerance).
 
-use super::{Env, Fitness, Policy, PopulationSpec};
+use super::env::Env;
+use super::fitness::Fitness;
+use super::policy::Policy;
+use super::spec::PopulationSpec;
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::{StagedRead, StagingPool};
-use crate::kernels::{compose, grid, max_groups, Bound, Pipeline, Slot};
+use crate::kernels::dispatch::{grid, max_groups};
+use crate::kernels::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::shaders;
 use serde::{Deserialize, Serialize};
 
@@ -249,7 +253,7 @@ const ACTION_SCALE: f32 = {scale:?};
         seed: u32,
         params: &wgpu::Buffer,
         fitness: &wgpu::Buffer,
-    ) -> Result<crate::kernels::Bound> {
+    ) -> Result<crate::kernels::pipeline::Bound> {
         self.fused.bind(
             ctx,
             &SimParams {

@@ -1,9 +1,55 @@
-//! Policies: a member's flat parameters turn an observation into an action (CPU reference of
-//! `shaders/sim_policy.wgsl`, same order of operations).
+//! Policies: how a member's parameters map observations to actions ([`Policy`]), and their CPU
+//! reference ([`act`], `shaders/sim_policy.wgsl` in the same order of operations).
 
-use super::envs::Obs;
+use super::custom_env::MAX_CUSTOM_LEN;
+use super::env::{Env, Obs};
 use super::math::tanh;
-use super::{Env, Policy, MAX_CUSTOM_LEN, MAX_HIDDEN};
+use serde::{Deserialize, Serialize};
+
+/// How a member's parameters map observations to actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Policy {
+    /// outputs = W obs + b (`W` row-major `[outputs, observations]`, then `b`).
+    Linear,
+    /// outputs = W2 tanh(W1 obs + b1) + b2, `hidden` units (W1, b1, W2, b2 in that order).
+    Mlp { hidden: u32 },
+    /// A recurrent (Elman) cell: h = tanh(Wx obs + Wh h_prev + b), outputs = Wo h + bo, with
+    /// `hidden` units carried from step to step (zero at the episode's start); Wx, Wh, b, Wo, bo
+    /// in that order.
+    Recurrent { hidden: u32 },
+}
+
+/// Largest MLP hidden layer the kernels keep in registers.
+pub const MAX_HIDDEN: u32 = 64;
+/// Largest recurrent state (it also lives in the unfused strategy's state buffer).
+pub const MAX_RECURRENT: u32 = 16;
+
+impl Policy {
+    /// The recurrent state's length (0 without one).
+    pub fn recurrent_len(&self) -> u32 {
+        match self {
+            Policy::Recurrent { hidden } => *hidden,
+            _ => 0,
+        }
+    }
+}
+
+impl Policy {
+    /// Parameters per member for `env` (Rastrigin: its dimension).
+    pub fn parameters(&self, env: &Env) -> u32 {
+        let (o, a) = (env.observations(), env.outputs());
+        match (env, self) {
+            (Env::Rastrigin { dim }, _) => *dim,
+            (_, Policy::Linear) => a * o + a,
+            (_, Policy::Mlp { hidden }) => hidden * o + hidden + a * hidden + a,
+            (_, Policy::Recurrent { hidden }) => {
+                hidden * o + hidden * hidden + hidden + a * hidden + a
+            }
+        }
+    }
+}
 
 /// The action for `obs`: the index of the largest output (lowest on ties) for discrete
 /// environments, else `action_scale` × tanh(output) (Pendulum's torque: 2 tanh). `memory` is a

@@ -76,6 +76,12 @@ pub(crate) fn decode_token_text(text: &str, out: &mut Vec<u8>) {
     }
 }
 
+/// The 256 single-character tokens of GPT-2's byte-level alphabet, byte 0 first: a vocabulary
+/// that can spell any text (used by synthetic test models).
+pub fn byte_level_alphabet() -> Vec<String> {
+    (0..=255u8).map(|b| byte_to_char(b).to_string()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! token can end in the middle of a multi-byte character (an emoji is often split over
 //! two or more byte tokens), so bytes are held back until they form complete UTF-8.
 
-use super::Tokenizer;
+use super::codec::Tokenizer;
 
 /// Turns a stream of token ids into text, emitting only complete UTF-8.
 ///

@@ -8,7 +8,7 @@
 //! borrowed and rejects with kind "busy" instead of panicking. The tokenizer is shared
 //! separately, so `tokenize`/`detokenize` work during a generation.
 
-use super::{from_js, to_js, to_js_error};
+use super::convert::{from_js, to_js, to_js_error};
 use crate::chat_template::ChatMessage;
 use crate::error::FuselmError;
 use crate::gpu::GpuContext;

@@ -5,7 +5,7 @@
 //! borrow nothing across awaits (the state lives in an `Rc`), so calling `free()` while a promise
 //! is pending is safe: the kernels are dropped when the last call ends.
 
-use super::{from_js, to_js, to_js_error};
+use super::convert::{from_js, to_js, to_js_error};
 use crate::error::FuselmError;
 use crate::gpu::GpuContext;
 use crate::sim::bench::{SimBenchOptions, SimBenchReport};

@@ -2,17 +2,21 @@
 //! share of the output projection; with QK_NORM also the KV append), and how much it loads up
 //! front.
 
-use super::{
-    cache_res, check_vectors, flag_len, single_chunk, FusedShape, LayerAttention, LayerIndexing,
-    LayerVectors, ATTENTION_CHUNK, ATTENTION_MAX_BLOCK_ROWS, ATTENTION_MIN_GROUPS,
+use super::kv_cache::cache_res;
+use super::limits::{
+    single_chunk, ATTENTION_CHUNK, ATTENTION_MAX_BLOCK_ROWS, ATTENTION_MIN_GROUPS,
 };
+use super::shape::{FusedShape, LayerAttention, LayerVectors};
+use super::vectors::{check_vectors, flag_len};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::kernels::attention::KvFormat;
+use crate::kernels::binding::BufferView;
+use crate::kernels::checks::{check_buffer, require};
+use crate::kernels::layer_indexing::LayerIndexing;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
+use crate::kernels::pipeline::{compose, Bound, PassState, Pipeline, Slot};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
-use crate::kernels::BufferView;
-use crate::kernels::{check_buffer, compose, require, Bound, PassState, Pipeline, Slot};
 use crate::shaders;
 
 #[repr(C)]

@@ -1,13 +1,19 @@
 //! Dispatch 4 of a layer: `fused_ffn_down` (down projection + residual).
 
-use super::{cache_res, lanes_for, FusedCall, FusedShape, LayerIndexing, WORKGROUP};
+use super::call::FusedCall;
+use super::kv_cache::cache_res;
+use super::lanes::lanes_for;
+use super::limits::WORKGROUP;
+use super::shape::FusedShape;
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::kernels::attention::KvFormat;
+use crate::kernels::binding::BufferView;
+use crate::kernels::checks::{check_buffer, require};
+use crate::kernels::layer_indexing::LayerIndexing;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
+use crate::kernels::pipeline::{compose, Pipeline, Slot};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
-use crate::kernels::BufferView;
-use crate::kernels::{check_buffer, compose, require, Pipeline, Slot};
 use crate::shaders;
 
 /// Dispatch 4: `x = x_mid + W_down · hidden`, and (without QK_NORM) the step's K and V stored

@@ -1,15 +1,17 @@
 //! Dispatch 3 of a layer: `fused_ffn_up` (attention combine + residual, RMS norm, gate/up,
 //! SwiGLU), and its row passes per workgroup.
 
-use super::{
-    check_vectors, flag_len, lanes_for, single_chunk, FusedShape, LayerIndexing, LayerVectors,
-    NO_VECTOR, WORKGROUP,
-};
+use super::lanes::lanes_for;
+use super::limits::{single_chunk, WORKGROUP};
+use super::shape::{FusedShape, LayerVectors};
+use super::vectors::{check_vectors, flag_len, NO_VECTOR};
 use crate::error::Result;
 use crate::gpu::GpuContext;
+use crate::kernels::checks::{check_buffer, require};
+use crate::kernels::layer_indexing::LayerIndexing;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
+use crate::kernels::pipeline::{compose, Bound, PassState, Pipeline, Slot};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
-use crate::kernels::{check_buffer, compose, require, Bound, PassState, Pipeline, Slot};
 use crate::shaders;
 
 #[repr(C)]

@@ -1,10 +1,14 @@
 //! `fused_post_norm`: the last layer's deferred post-FFN norm, once per step before the head
 //! (POST_NORMS models).
 
-use super::{check_vectors, FusedCall, FusedShape, WORKGROUP};
+use super::call::FusedCall;
+use super::limits::WORKGROUP;
+use super::shape::FusedShape;
+use super::vectors::check_vectors;
 use crate::error::Result;
 use crate::gpu::GpuContext;
-use crate::kernels::{check_buffer, compose, Pipeline, Slot};
+use crate::kernels::checks::check_buffer;
+use crate::kernels::pipeline::{compose, Pipeline, Slot};
 use crate::shaders;
 
 #[repr(C)]

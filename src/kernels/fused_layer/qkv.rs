@@ -1,14 +1,17 @@
 //! Dispatch 1 of a layer: `fused_qkv` (RMS norm, Q/K/V projections, RoPE).
 
-use super::{
-    check_vectors, flag_len, lanes_for, FusedCall, FusedShape, LayerIndexing, LayerVectors,
-    NO_VECTOR, WORKGROUP,
-};
+use super::call::FusedCall;
+use super::lanes::lanes_for;
+use super::limits::WORKGROUP;
+use super::shape::{FusedShape, LayerVectors};
+use super::vectors::{check_vectors, flag_len, NO_VECTOR};
 use crate::error::Result;
 use crate::gpu::GpuContext;
+use crate::kernels::checks::{check_buffer, require};
+use crate::kernels::layer_indexing::LayerIndexing;
 use crate::kernels::layer_indexing::{in_group, layer_grid, layer_prelude, weight_res};
+use crate::kernels::pipeline::{compose, Pipeline, Slot};
 use crate::kernels::weights::{GpuWeight, WeightFormat};
-use crate::kernels::{check_buffer, compose, require, Pipeline, Slot};
 use crate::shaders;
 
 #[repr(C)]

@@ -1,10 +1,12 @@
 //! The model geometry and architecture switches the fused kernels are compiled for (their WGSL
 //! constants).
 
-use super::{ATTENTION_CHUNK, ATTENTION_GROUPED_FLOATS, MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM};
+use super::limits::{
+    ATTENTION_CHUNK, ATTENTION_GROUPED_FLOATS, MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM,
+};
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
-use crate::kernels::require;
+use crate::kernels::checks::require;
 use crate::kernels::tuning::KernelTuning;
 use crate::shaders;
 

@@ -9,7 +9,7 @@ use super::seam::{replay_limit, GenerationStrategy, LocalFuture, Pitch};
 use crate::clock::now_seconds;
 use crate::error::{FuselmError, Result};
 use crate::gpu::StagedRead;
-use crate::kernels::PassState;
+use crate::kernels::pipeline::PassState;
 use crate::model::chunk_ramp::ChunkRamp;
 use crate::model::fused_step::{fused_shape, Fused as FusedKernels};
 use crate::model::generation::{Progress, Run, TokenGeneration};
