@@ -1,7 +1,7 @@
 //! fuselm: fused LLM text generation on the user's GPU, through WebGPU in browsers and wgpu
 //! (Vulkan/Metal/DX12) natively.
 //!
-//! The native core (everything but [`web`]) has no wasm-bindgen; the JS facade in `web` is
+//! The native core (everything but `web`) has no wasm-bindgen; the JS facade in `web` is
 //! compiled only for wasm32, with the few browser calls the core makes there (`web::sys`:
 //! clock, adapter info, subgroups). See ARCHITECTURE.md for the map.
 

@@ -16,9 +16,9 @@ use super::reader::Gguf;
 /// How rotary embeddings pair dimensions (llama.cpp `llama_model_rope_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RopeStyle {
-    /// Adjacent pairs (x[2i], x[2i+1]); llama.
+    /// Adjacent pairs (`x[2i]`, `x[2i+1]`); llama.
     Norm,
-    /// Halves (x[i], x[i + d/2]); qwen2 (GPT-NeoX style).
+    /// Halves (`x[i]`, `x[i + d/2]`); qwen2 (GPT-NeoX style).
     NeoX,
 }
 

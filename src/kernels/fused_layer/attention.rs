@@ -34,7 +34,7 @@ const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
 /// Dispatch 2: chunked attention + per-chunk output projection → `part` (+ the KV append with
 /// QK_NORM; else `fused_ffn_down` appends, so this kernel only reads the cache). Two
-/// pipelines, as for [`FusedFfnUp`]: for steps whose context fits one attention chunk, and for
+/// pipelines, as for [`FusedFfnUp`](super::FusedFfnUp): for steps whose context fits one attention chunk, and for
 /// any step (they differ in what they load up front, [`attention_preloads`]; one pipeline
 /// serves both where they would not).
 /// Layer-indexed ([`LayerIndexing`]; the layer rides in x: `n_head / ATT_HG + layer`

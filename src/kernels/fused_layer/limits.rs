@@ -13,7 +13,7 @@ pub const ATTENTION_MIN_GROUPS: u32 = 64;
 /// beyond that).
 pub const ATTENTION_MAX_BLOCK_ROWS: u32 = 512;
 /// Size of the attention partials (n_head × n_embd floats) from which `fused_attention` groups
-/// query heads per workgroup ([`FusedShape::attention_heads_per_group`]).
+/// query heads per workgroup ([`FusedShape::attention_heads_per_group`](super::FusedShape::attention_heads_per_group)).
 pub const ATTENTION_GROUPED_FLOATS: u32 = 16384;
 /// Largest `n_head × chunks` (chunks = nCtx / 256) whose merge weights fused_ffn_up.wgsl keeps
 /// in workgroup memory (4 KiB, within WebGPU's default 16 KiB with its other arrays).

@@ -26,7 +26,7 @@ pub struct FusedArch {
 }
 
 /// Where one layer's vectors sit in the vector arena, in floats (multiples of 4), or
-/// [`NO_VECTOR`].
+/// [`NO_VECTOR`](super::vectors::NO_VECTOR).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LayerVectors {
     pub attn_norm: u32,
@@ -138,7 +138,7 @@ impl FusedShape {
     /// its own `enable`), the shape as constants, and the row reductions. Constants instead of
     /// uniforms let the driver unroll the loops over a row and issue all loads at once; the
     /// pipelines are built per model, so this costs nothing at run time.
-    /// `lanes`: invocations per output row of the kernel (`LANES`, see [`lanes_for`]).
+    /// `lanes`: invocations per output row of the kernel (`LANES`, see [`lanes_for`](super::lanes::lanes_for)).
     pub fn wgsl_prelude(&self, ctx: &GpuContext, extra: &str, lanes: u32) -> String {
         let sg = ctx.subgroups32();
         format!(
