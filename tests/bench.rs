@@ -175,13 +175,15 @@ gpu_test!(
 );
 
 async fn fused_limits_are_typed_errors_and_unfused_still_runs() {
-    // n_embd beyond the fused kernels' workgroup-memory limit (2048).
+    // 64 heads × 17 attention chunks (nCtx 4352): beyond the merge weights fused_ffn_up keeps
+    // in workgroup memory (1024).
     let spec = SyntheticSpec {
         n_layers: 1,
-        n_embd: 2080,
+        n_embd: 512,
         n_ff: 64,
-        n_head: 65,
-        n_head_kv: 65,
+        n_head: 64,
+        n_head_kv: 64,
+        context_length: 8192,
         matrix_types: vec![GgmlType::Q8_0],
         embedding_type: GgmlType::Q8_0,
         ..SyntheticSpec::default()
@@ -189,7 +191,7 @@ async fn fused_limits_are_typed_errors_and_unfused_still_runs() {
     let file = synthetic_llama(&spec);
     let ctx = GpuContext::new().await.expect("gpu");
     let load = LoadOptions {
-        n_ctx: Some(32),
+        n_ctx: Some(4352),
         max_batch: Some(8),
         kv_f16: Some(false),
         strategy: None,
@@ -197,9 +199,9 @@ async fn fused_limits_are_typed_errors_and_unfused_still_runs() {
     let mut model = GpuModel::load(ctx, &file, &load).await.expect("model");
     let e = model
         .check_strategy(Strategy::Fused)
-        .expect_err("fused must refuse n_embd 2080");
+        .expect_err("fused must refuse 64 heads x 17 chunks");
     assert_eq!(e.kind(), fuselm::error::ErrorKind::LimitExceeded, "{e}");
-    assert!(e.to_string().contains("n_embd"), "{e}");
+    assert!(e.to_string().contains("attention chunks"), "{e}");
     // Asked for at load, a strategy that cannot run refuses the load with its reason.
     let pinned = LoadOptions {
         strategy: Some(Strategy::Fused),

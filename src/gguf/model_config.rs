@@ -1,9 +1,12 @@
-//! Model description of a llama-family GGUF (llama, qwen2, qwen3, gemma3) from its metadata,
+//! Model description of a llama-family GGUF (llama, qwen2, qwen3, gemma3, phi3) from its metadata,
 //! validated against the tensor directory so that a loader can trust every shape it reads.
 //!
 //! The architectures differ only in a few switches, each a field here: RoPE pairing, Q/K/V
 //! biases (qwen2), per-head Q/K RMS norms (qwen3, gemma3), and Gemma 3's embedding scale, GELU
 //! gate, norms after attention and FFN, and sliding-window layers with their own RoPE base.
+//! Phi-3 stores Q, K and V as one matrix (`attn_qkv`) and gate and up as one (`ffn_up`, gate
+//! first): [`ModelConfig::row_split`] says which rows of a stored tensor are which logical one,
+//! so everything past the loader sees the llama layout.
 //!
 //! Key names and defaults follow llama.cpp (`llama-model.cpp` / `llama-arch.cpp`): keys are
 //! prefixed with the architecture, e.g. `llama.block_count`.
@@ -89,6 +92,10 @@ pub struct ModelConfig {
     /// Attention scores are multiplied by this (1 / sqrt(head_dim) but for Gemma 3 27B).
     pub attention_scale: f32,
     pub sliding_window: Option<SlidingWindow>,
+    /// Q, K and V stored as one `attn_qkv.weight`, `[n_embd, n_q + 2 n_kv]` (phi3).
+    pub fused_qkv: bool,
+    /// Gate and up stored as one `ffn_up.weight`, `[n_embd, 2 n_ff]`, gate first (phi3).
+    pub fused_gate_up: bool,
 }
 
 /// Per-layer tensor suffixes, in the order a loader typically wants them.
@@ -103,6 +110,9 @@ pub const LAYER_TENSORS: [&str; 9] = [
     "ffn_up.weight",
     "ffn_down.weight",
 ];
+
+/// A stored per-layer tensor that holds several logical ones (phi3's `attn_qkv`).
+pub const FUSED_QKV: &str = "attn_qkv.weight";
 
 /// Full name of a per-layer tensor, e.g. `layer_tensor(3, "attn_q.weight")`.
 pub fn layer_tensor(layer: u32, suffix: &str) -> String {
@@ -147,7 +157,7 @@ impl ModelConfig {
         let arch = md.get_str("general.architecture")?.to_string();
         let rope_style = match arch.as_str() {
             "llama" => RopeStyle::Norm,
-            "qwen2" | "qwen3" | "gemma3" => RopeStyle::NeoX,
+            "qwen2" | "qwen3" | "gemma3" | "phi3" => RopeStyle::NeoX,
             _ => return Err(GgufError::UnsupportedArchitecture { arch }),
         };
         let gemma = arch == "gemma3";
@@ -248,7 +258,13 @@ impl ModelConfig {
         };
 
         let layer_has = |suffix: &str| g.tensor(&layer_tensor(0, suffix)).is_some();
+        // llama.cpp (LLM_ARCH_PHI3) loads attn_qkv when present, else separate Q/K/V; its FFN
+        // is always one up matrix of 2 n_ff rows (gate first). Its sliding window is ignored
+        // there ("Phi SWA is currently disabled"), so it is here.
+        let phi3 = arch == "phi3";
         let mut cfg = ModelConfig {
+            fused_qkv: phi3 && layer_has(FUSED_QKV),
+            fused_gate_up: phi3,
             rope_style,
             n_layers,
             n_embd,
@@ -283,6 +299,55 @@ impl ModelConfig {
         Ok(cfg)
     }
 
+    /// The logical tensors a stored per-layer tensor holds, by rows: `(suffix, first row,
+    /// rows)`, or `None` when it is one tensor as stored. Rows are whole (each row of a
+    /// quantized matrix is whole blocks), so a part is a byte range of the stored data.
+    pub fn row_split(&self, suffix: &str) -> Option<Vec<(&'static str, u64, u64)>> {
+        let q = u64::from(self.n_head) * u64::from(self.head_dim);
+        let kv = u64::from(self.n_head_kv) * u64::from(self.head_dim);
+        let ff = u64::from(self.n_ff);
+        match suffix {
+            FUSED_QKV if self.fused_qkv => Some(vec![
+                ("attn_q.weight", 0, q),
+                ("attn_k.weight", q, kv),
+                ("attn_v.weight", q + kv, kv),
+            ]),
+            "ffn_up.weight" if self.fused_gate_up => {
+                Some(vec![("ffn_gate.weight", 0, ff), ("ffn_up.weight", ff, ff)])
+            }
+            _ => None,
+        }
+    }
+
+    /// The per-layer matrices as the file stores them (phi3: `attn_qkv` and a double
+    /// `ffn_up` in place of Q/K/V and gate/up), with their ggml dims.
+    pub fn stored_layer_matrices(&self) -> Vec<(&'static str, Vec<u64>)> {
+        let (e, ff) = (u64::from(self.n_embd), u64::from(self.n_ff));
+        let q = u64::from(self.n_head) * u64::from(self.head_dim);
+        let kv = u64::from(self.n_head_kv) * u64::from(self.head_dim);
+        let mut out = Vec::new();
+        if self.fused_qkv {
+            out.push((FUSED_QKV, vec![e, q + 2 * kv]));
+        } else {
+            out.extend([
+                ("attn_q.weight", vec![e, q]),
+                ("attn_k.weight", vec![e, kv]),
+                ("attn_v.weight", vec![e, kv]),
+            ]);
+        }
+        out.push(("attn_output.weight", vec![q, e]));
+        if self.fused_gate_up {
+            out.push(("ffn_up.weight", vec![e, 2 * ff]));
+        } else {
+            out.extend([
+                ("ffn_gate.weight", vec![e, ff]),
+                ("ffn_up.weight", vec![e, ff]),
+            ]);
+        }
+        out.push(("ffn_down.weight", vec![ff, e]));
+        out
+    }
+
     /// Every tensor the model needs with its expected ggml dims, in load order.
     pub fn expected_tensors(&self) -> Vec<(String, Vec<u64>)> {
         let mut out = Vec::new();
@@ -300,11 +365,7 @@ impl ModelConfig {
         &self,
         mut f: impl FnMut(String, Vec<u64>) -> Result<(), GgufError>,
     ) -> Result<(), GgufError> {
-        let (e, ff, v) = (
-            u64::from(self.n_embd),
-            u64::from(self.n_ff),
-            u64::from(self.vocab_size),
-        );
+        let (e, v) = (u64::from(self.n_embd), u64::from(self.vocab_size));
         let q = u64::from(self.n_head) * u64::from(self.head_dim);
         let kv = u64::from(self.n_head_kv) * u64::from(self.head_dim);
         f("token_embd.weight".into(), vec![e, v])?;
@@ -314,20 +375,12 @@ impl ModelConfig {
                 vec![u64::from(self.rope_dims / 2)],
             )?;
         }
+        let matrices = self.stored_layer_matrices();
         for i in 0..self.n_layers {
-            let shapes: [(&str, Vec<u64>); 9] = [
-                ("attn_norm.weight", vec![e]),
-                ("attn_q.weight", vec![e, q]),
-                ("attn_k.weight", vec![e, kv]),
-                ("attn_v.weight", vec![e, kv]),
-                ("attn_output.weight", vec![q, e]),
-                ("ffn_norm.weight", vec![e]),
-                ("ffn_gate.weight", vec![e, ff]),
-                ("ffn_up.weight", vec![e, ff]),
-                ("ffn_down.weight", vec![ff, e]),
-            ];
-            for (s, d) in shapes {
-                f(layer_tensor(i, s), d)?;
+            f(layer_tensor(i, "attn_norm.weight"), vec![e])?;
+            f(layer_tensor(i, "ffn_norm.weight"), vec![e])?;
+            for (s, d) in &matrices {
+                f(layer_tensor(i, s), d.clone())?;
             }
             if self.qkv_bias {
                 f(layer_tensor(i, "attn_q.bias"), vec![q])?;

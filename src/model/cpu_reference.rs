@@ -184,6 +184,42 @@ fn load_mat(g: &Gguf, file: &[u8], name: &str) -> Result<Mat> {
     })
 }
 
+/// The logical matrices of layer `i` named `want` (e.g. Q, K, V): each loaded by name, or,
+/// where the file stores them as one tensor ([`ModelConfig::row_split`], phi3), that
+/// tensor's rows divided among them.
+fn load_layer_mats<const N: usize>(
+    g: &Gguf,
+    file: &[u8],
+    config: &ModelConfig,
+    i: u32,
+    stored: &str,
+    want: [&str; N],
+) -> Result<[Mat; N]> {
+    let name = |s: &str| format!("blk.{i}.{s}");
+    let Some(parts) = config.row_split(stored) else {
+        let mut out = Vec::with_capacity(N);
+        for s in want {
+            out.push(load_mat(g, file, &name(s))?);
+        }
+        return Ok(out.try_into().unwrap_or_else(|_| unreachable!()));
+    };
+    let whole = load_mat(g, file, &name(stored))?;
+    let k = u64::from(config.n_embd) as usize;
+    let mut out = Vec::with_capacity(N);
+    for s in want {
+        let (_, first, rows) = parts
+            .iter()
+            .find(|(part, _, _)| *part == s)
+            .copied()
+            .ok_or_else(|| crate::gguf::GgufError::MissingTensor { name: name(s) })?;
+        out.push(Mat {
+            w: whole.w[first as usize * k..(first + rows) as usize * k].to_vec(),
+            ty: whole.ty,
+        });
+    }
+    Ok(out.try_into().unwrap_or_else(|_| unreachable!()))
+}
+
 fn load_opt(g: &Gguf, file: &[u8], name: &str) -> Result<Option<Vec<f32>>> {
     match g.tensor(name) {
         Some(_) => load(g, file, name).map(Some),
@@ -220,11 +256,27 @@ impl CpuReferenceModel {
         let mut layers = Vec::new();
         for i in 0..config.n_layers {
             let name = |s: &str| format!("blk.{i}.{s}");
+            let [wq, wk, wv] = load_layer_mats(
+                g,
+                file,
+                &config,
+                i,
+                crate::gguf::FUSED_QKV,
+                ["attn_q.weight", "attn_k.weight", "attn_v.weight"],
+            )?;
+            let [w_gate, w_up] = load_layer_mats(
+                g,
+                file,
+                &config,
+                i,
+                "ffn_up.weight",
+                ["ffn_gate.weight", "ffn_up.weight"],
+            )?;
             layers.push(Layer {
                 attn_norm: load(g, file, &name("attn_norm.weight"))?,
-                wq: load_mat(g, file, &name("attn_q.weight"))?,
-                wk: load_mat(g, file, &name("attn_k.weight"))?,
-                wv: load_mat(g, file, &name("attn_v.weight"))?,
+                wq,
+                wk,
+                wv,
                 wo: load_mat(g, file, &name("attn_output.weight"))?,
                 bq: load_opt(g, file, &name("attn_q.bias"))?,
                 bk: load_opt(g, file, &name("attn_k.bias"))?,
@@ -235,8 +287,8 @@ impl CpuReferenceModel {
                 post_attn_norm: load_opt(g, file, &name("post_attention_norm.weight"))?,
                 post_ffn_norm: load_opt(g, file, &name("post_ffw_norm.weight"))?,
                 ffn_norm: load(g, file, &name("ffn_norm.weight"))?,
-                w_gate: load_mat(g, file, &name("ffn_gate.weight"))?,
-                w_up: load_mat(g, file, &name("ffn_up.weight"))?,
+                w_gate,
+                w_up,
                 w_down: load_mat(g, file, &name("ffn_down.weight"))?,
             });
         }

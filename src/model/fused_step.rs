@@ -242,7 +242,7 @@ impl FusedDecode {
         kv: KvFormat,
     ) -> Result<Self> {
         let s = fused_shape(config, acts.n_ctx, *ctx.tuning());
-        s.check()?;
+        s.check_device(ctx)?;
         let buffers = FusedBuffers {
             qkv: storage(ctx, "fused qkv", u64::from(s.n_q() + 2 * s.n_kv()) * 4),
             part: storage(ctx, "fused attention partials", s.partials_len() * 4),
@@ -523,7 +523,7 @@ impl Fused {
         sampler: &SamplerBuffers,
         kv: KvFormat,
     ) -> Result<Self> {
-        fused_shape(config, acts.n_ctx, *ctx.tuning()).check()?;
+        fused_shape(config, acts.n_ctx, *ctx.tuning()).check_device(ctx)?;
         Ok(Self {
             choice: Choice::bind(ctx, config, weights, acts, sampler).await?,
             decode: FusedDecode::bind(ctx, config, weights, acts, kv).await?,

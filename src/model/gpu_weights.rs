@@ -2,7 +2,8 @@
 
 use crate::error::{FuselmError, Result};
 use crate::gguf::{
-    dequantize_tensor, layer_tensor, Gguf, GgufError, ModelConfig, TensorInfo, LAYER_TENSORS,
+    dequantize_tensor, layer_tensor, Gguf, GgufError, ModelConfig, TensorInfo, FUSED_QKV,
+    LAYER_TENSORS,
 };
 use crate::gpu::GpuContext;
 use crate::kernels::{GpuWeight, LayerStacks};
@@ -113,7 +114,9 @@ pub fn is_model_tensor(name: &str, config: &ModelConfig) -> bool {
         return false;
     };
     layer.parse::<u32>().is_ok_and(|i| i < config.n_layers)
-        && (LAYER_TENSORS.contains(&role) || extra_layer_tensors(config).contains(&role))
+        && (LAYER_TENSORS.contains(&role)
+            || (config.fused_qkv && role == FUSED_QKV)
+            || extra_layer_tensors(config).contains(&role))
 }
 
 /// Uploads one tensor (`data`: its bytes as in the file).
@@ -149,6 +152,50 @@ pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<Up
     )?))
 }
 
+/// Uploads one stored tensor as the logical tensors it holds, by full name: itself, or the
+/// parts [`ModelConfig::row_split`] gives (phi3's `attn_qkv` as Q, K and V; its double
+/// `ffn_up` as gate and up), each a byte range of `data` uploaded as its own matrix.
+pub fn upload_tensor_parts(
+    ctx: &GpuContext,
+    t: &TensorInfo,
+    data: &[u8],
+    config: &ModelConfig,
+) -> Result<Vec<(String, UploadedTensor)>> {
+    let split = t
+        .name
+        .strip_prefix("blk.")
+        .and_then(|r| r.split_once('.'))
+        .and_then(|(layer, suffix)| Some((layer, config.row_split(suffix)?)));
+    let Some((layer, parts)) = split else {
+        return Ok(vec![(t.name.clone(), upload_tensor(ctx, t, data)?)]);
+    };
+    let ty = t.ggml_type()?;
+    let k = t.dims.first().copied().unwrap_or(0);
+    let row = ty.row_bytes(k).ok_or_else(|| {
+        FuselmError::InvalidArgument(format!(
+            "{}: rows of {k} values are not whole blocks",
+            t.name
+        ))
+    })?;
+    let mut out = Vec::with_capacity(parts.len());
+    for (suffix, first, rows) in parts {
+        let name = format!("blk.{layer}.{suffix}");
+        let bytes = data
+            .get((first * row) as usize..((first + rows) * row) as usize)
+            .ok_or_else(|| {
+                FuselmError::InvalidArgument(format!(
+                    "{}: {} bytes hold no rows {first}..{} of {row} bytes",
+                    t.name,
+                    data.len(),
+                    first + rows
+                ))
+            })?;
+        let w = GpuWeight::upload(ctx, &name, ty, k, rows, bytes)?;
+        out.push((name, UploadedTensor::Matrix(w)));
+    }
+    Ok(out)
+}
+
 impl ModelWeights {
     /// Refuses model features the GPU path does not implement yet (the per-operation step and
     /// the fused kernels implement every switch of `ModelConfig` but RoPE frequency factors and
@@ -176,12 +223,18 @@ impl ModelWeights {
     /// Uploads every weight of `config` from a whole file.
     pub fn upload(ctx: &GpuContext, g: &Gguf, file: &[u8], config: &ModelConfig) -> Result<Self> {
         Self::check_supported(config)?;
-        Self::assemble(config, |name| {
-            let Some(t) = g.tensor(name) else {
-                return Ok(None);
-            };
-            upload_tensor(ctx, t, g.tensor_data(file, t)?).map(Some)
-        })
+        let mut uploaded = std::collections::HashMap::new();
+        for t in g.tensors() {
+            if is_model_tensor(&t.name, config) {
+                uploaded.extend(upload_tensor_parts(
+                    ctx,
+                    t,
+                    g.tensor_data(file, t)?,
+                    config,
+                )?);
+            }
+        }
+        Self::assemble(config, |name| Ok(uploaded.remove(name)))
     }
 
     /// Builds the model's weights from uploaded tensors: `take(name)` hands over the tensor

@@ -6,7 +6,7 @@
 //! embedding).
 
 use super::gpu_model::{GpuModel, LoadOptions};
-use super::gpu_weights::{is_model_tensor, upload_tensor, ModelWeights, UploadedTensor};
+use super::gpu_weights::{is_model_tensor, upload_tensor_parts, ModelWeights, UploadedTensor};
 use super::shared::{check_fit, LoadScopes};
 use super::text_model::TextModel;
 use crate::chat_template::ChatTemplate;
@@ -146,8 +146,8 @@ impl ModelLoader {
         if !is_model_tensor(&t.name, &h.config) {
             return Ok(());
         }
-        let tensor = upload_tensor(&self.ctx, t, data)?;
-        self.uploaded.insert(t.name.clone(), tensor);
+        let parts = upload_tensor_parts(&self.ctx, t, data, &h.config)?;
+        self.uploaded.extend(parts);
         self.status.tensors_uploaded += 1;
         Ok(())
     }

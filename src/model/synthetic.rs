@@ -1,7 +1,9 @@
-//! A tiny GGUF with random weights, written in memory: what tests (native, browser, example
-//! site) load when they need a real model file without downloading one. Llama by default; the
-//! qwen2, qwen3 and gemma3 variants add their tensors (biases, Q/K norms, post norms) and keys
-//! (gemma3: a sliding window of [`SYNTHETIC_WINDOW`] positions, so short prompts cross it).
+//! A GGUF with random weights, written in memory: what tests (native, browser, example
+//! site) load when they need a real model file without downloading one, and, at a real
+//! model's shape (`fuselm synthetic-model`), what benchmarks measure kernels on. Llama by
+//! default; the qwen2, qwen3 and gemma3 variants add their tensors (biases, Q/K norms, post
+//! norms) and keys (gemma3: a sliding window of [`SYNTHETIC_WINDOW`] positions, so short prompts
+//! cross it); phi3 stores Q/K/V as one `attn_qkv` and gate/up as one `ffn_up`, as Phi-3 does.
 //!
 //! The vocabulary is GPT-2 byte-level: one token per byte (in GPT-2's byte→unicode spelling),
 //! then `<|im_start|>` and `<|im_end|>` (control; the latter is EOS), and a ChatML template, so the
@@ -31,6 +33,16 @@ pub struct SyntheticSpec {
     pub seed: u64,
     /// `{arch}.rope.scaling.type` "linear" with this factor (as Gemma 3 4B+ declare).
     pub rope_scaling_linear: Option<f32>,
+    /// Vocabulary size (at least [`SYNTHETIC_VOCAB`]; the tokens past it are never produced
+    /// by the tokenizer, they only give the embedding and head a real model's size).
+    pub n_vocab: u64,
+    /// Head width when it is not n_embd / n_head (Gemma 3: 256).
+    pub head_dim: Option<u64>,
+    /// The sliding window of gemma3 models (default [`SYNTHETIC_WINDOW`]).
+    pub window: Option<u32>,
+    /// Per-role formats as llama.cpp's Q4_K_M mix picks them (overrides `matrix_types`,
+    /// `embedding_type`; see [`q4_k_m_type`]).
+    pub q4_k_m: bool,
 }
 
 impl Default for SyntheticSpec {
@@ -48,7 +60,108 @@ impl Default for SyntheticSpec {
             tied: true,
             seed: 7,
             rope_scaling_linear: None,
+            n_vocab: SYNTHETIC_VOCAB,
+            head_dim: None,
+            window: None,
+            q4_k_m: false,
         }
+    }
+}
+
+/// The shapes [`shape_preset`] knows, with the released model each copies.
+pub const SHAPES: [(&str, &str); 7] = [
+    (
+        "phi3-mini",
+        "Phi-3-mini (3.8B): phi3, 32 layers, 3072 wide, 32 heads",
+    ),
+    (
+        "llama-3.2-1b",
+        "Llama-3.2-1B: llama, 16 layers, 2048 wide, GQA 32:8",
+    ),
+    (
+        "llama-3.2-3b",
+        "Llama-3.2-3B: llama, 28 layers, 3072 wide, GQA 24:8",
+    ),
+    (
+        "qwen2.5-1.5b",
+        "Qwen2.5-1.5B: qwen2, 28 layers, 1536 wide, GQA 12:2",
+    ),
+    (
+        "gemma3-1b",
+        "Gemma 3 1B: gemma3, 26 layers, 1152 wide, 4 heads of 256, GQA 4:1",
+    ),
+    (
+        "qwen2.5-0.5b",
+        "Qwen2.5-0.5B: qwen2, 24 layers, 896 wide, GQA 14:2",
+    ),
+    (
+        "smollm2-135m",
+        "SmolLM2-135M: llama, 30 layers, 576 wide, GQA 9:3",
+    ),
+];
+
+/// A released model's exact shape (dims, heads, layers, vocabulary size, tied head, window)
+/// with random weights, in `matrix_type` (all matrices and the embedding) or, for `None`,
+/// llama.cpp's Q4_K_M mix. What differs from the real model: the weights, the tokenizer (the
+/// synthetic byte-level one padded to the vocabulary size) and RoPE scaling (Llama 3.2's
+/// frequency factors are not written). `None` for an unknown name (see [`SHAPES`]).
+pub fn shape_preset(name: &str, matrix_type: Option<GgmlType>) -> Option<SyntheticSpec> {
+    let base = |arch, n_layers, n_embd, n_ff, n_head, n_head_kv, n_vocab, tied| SyntheticSpec {
+        arch,
+        n_layers,
+        n_embd,
+        n_ff,
+        n_head,
+        n_head_kv,
+        n_vocab,
+        tied,
+        context_length: 4096,
+        matrix_types: matrix_type.into_iter().collect(),
+        embedding_type: matrix_type.unwrap_or(GgmlType::Q4_K),
+        q4_k_m: matrix_type.is_none(),
+        ..SyntheticSpec::default()
+    };
+    Some(match name {
+        "phi3-mini" => base("phi3", 32, 3072, 8192, 32, 32, 32_064, false),
+        "llama-3.2-1b" => base("llama", 16, 2048, 8192, 32, 8, 128_256, true),
+        "llama-3.2-3b" => base("llama", 28, 3072, 8192, 24, 8, 128_256, true),
+        "qwen2.5-1.5b" => base("qwen2", 28, 1536, 8960, 12, 2, 151_936, true),
+        "qwen2.5-0.5b" => base("qwen2", 24, 896, 4864, 14, 2, 151_936, true),
+        "gemma3-1b" => SyntheticSpec {
+            head_dim: Some(256),
+            window: Some(512),
+            ..base("gemma3", 26, 1152, 6912, 4, 1, 262_144, true)
+        },
+        "smollm2-135m" => base("llama", 30, 576, 1536, 9, 3, 49_152, true),
+        _ => return None,
+    })
+}
+
+/// The format llama.cpp's Q4_K_M gives a tensor (`llama_tensor_get_type`): Q6_K for the
+/// output head and for `attn_v` and `ffn_down` in the first and last eighth of the layers and
+/// every third between; Q5_K for a fused `attn_qkv`; Q4_K for the rest. `role` is the tensor's
+/// suffix (`attn_v.weight`), `layer` its block.
+pub fn q4_k_m_type(role: &str, layer: u32, n_layers: u32) -> GgmlType {
+    let more_bits = |i: u32, n: u32| i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+    match role {
+        "output.weight" => GgmlType::Q6_K,
+        "attn_v.weight" | "ffn_down.weight" if more_bits(layer, n_layers) => GgmlType::Q6_K,
+        "attn_qkv.weight" => GgmlType::Q5_K,
+        _ => GgmlType::Q4_K,
+    }
+}
+
+/// llama.cpp's fallback for a K-quant whose rows are not whole 256-value superblocks
+/// (`llama_tensor_get_type`: Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, Q2_K/Q3_K → Q4_0).
+fn fit_rows(ty: GgmlType, k: u64) -> GgmlType {
+    if ty.block_len() != 256 || k % 256 == 0 {
+        return ty;
+    }
+    match ty {
+        GgmlType::Q4_K => GgmlType::Q5_0,
+        GgmlType::Q5_K => GgmlType::Q5_1,
+        GgmlType::Q6_K => GgmlType::Q8_0,
+        _ => GgmlType::Q4_0,
     }
 }
 
@@ -98,9 +211,9 @@ fn encode(ty: GgmlType, values: &[f32]) -> Vec<u8> {
 /// The GGUF bytes of a synthetic model.
 pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     let mut rng = Rng(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let (e, f, v) = (spec.n_embd, spec.n_ff, SYNTHETIC_VOCAB);
-    let head_dim = e / spec.n_head;
-    let kv = spec.n_head_kv * head_dim;
+    let (e, f, v) = (spec.n_embd, spec.n_ff, spec.n_vocab.max(SYNTHETIC_VOCAB));
+    let head_dim = spec.head_dim.unwrap_or(e / spec.n_head);
+    let (q, kv) = (spec.n_head * head_dim, spec.n_head_kv * head_dim);
     let mut w = GgufWriter::new();
     let arch = spec.arch;
     let key = |s: &str| format!("{arch}.{s}");
@@ -113,6 +226,10 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     w.add_u32(&key("attention.head_count"), spec.n_head as u32);
     w.add_u32(&key("attention.head_count_kv"), spec.n_head_kv as u32);
     w.add_u32(&key("rope.dimension_count"), head_dim as u32);
+    if spec.head_dim.is_some() {
+        w.add_u32(&key("attention.key_length"), head_dim as u32);
+        w.add_u32(&key("attention.value_length"), head_dim as u32);
+    }
     // gemma3's global layers rotate with a base of their own (its local ones with 10000).
     let freq_base = if arch == "gemma3" {
         1_000_000.0
@@ -126,14 +243,37 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
         w.add_f32(&key("rope.scaling.factor"), factor);
     }
     if arch == "gemma3" {
-        w.add_u32(&key("attention.key_length"), head_dim as u32);
-        w.add_u32(&key("attention.sliding_window"), SYNTHETIC_WINDOW);
+        if spec.head_dim.is_none() {
+            w.add_u32(&key("attention.key_length"), head_dim as u32);
+        }
+        w.add_u32(
+            &key("attention.sliding_window"),
+            spec.window.unwrap_or(SYNTHETIC_WINDOW),
+        );
     }
-    let mut tokens = byte_level_alphabet();
+    let alphabet = byte_level_alphabet();
+    let mut tokens = alphabet.clone();
     tokens.push("<|im_start|>".into());
     tokens.push("<|im_end|>".into());
     let mut types = vec![1i32; 256];
     types.extend([3, 3]);
+    // Filler tokens up to n_vocab: distinct strings of 2 (then 3) byte-level characters, which
+    // no merge ever produces.
+    for j in 0..v - SYNTHETIC_VOCAB {
+        let digits: &[u64] = if j < 65_536 {
+            &[j % 256, j / 256]
+        } else {
+            let r = j - 65_536;
+            &[r % 256, (r / 256) % 256, r / 65_536 % 256]
+        };
+        tokens.push(
+            digits
+                .iter()
+                .map(|&d| alphabet[d as usize].as_str())
+                .collect(),
+        );
+        types.push(1);
+    }
     w.add_str("tokenizer.ggml.model", "gpt2");
     w.add_str("tokenizer.ggml.pre", "smollm");
     w.add(
@@ -157,25 +297,64 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     // Weights scaled so activations stay O(1) through the layers (std ≈ 1/sqrt(fan_in)).
     let scale = |fan_in: u64| (3.0 / fan_in as f32).sqrt();
     let matrix = |rng: &mut Rng, w: &mut GgufWriter, name: &str, ty: GgmlType, k: u64, n: u64| {
+        let ty = fit_rows(ty, k);
         let values = rng.values(k * n, scale(k));
         w.add_tensor(name, &[k, n], ty, encode(ty, &values));
     };
-    matrix(
-        &mut rng,
-        &mut w,
-        "token_embd.weight",
-        spec.embedding_type,
-        e,
-        v,
-    );
+    // Phi-3's fused tensors are written as their parts' rows one after another, so a model
+    // reads the same whether a loader splits them or not.
+    let stacked =
+        |rng: &mut Rng, w: &mut GgufWriter, name: &str, ty: GgmlType, k: u64, ns: &[u64]| {
+            let ty = fit_rows(ty, k);
+            let mut values = Vec::new();
+            for &n in ns {
+                values.extend(rng.values(k * n, scale(k)));
+            }
+            w.add_tensor(name, &[k, ns.iter().sum()], ty, encode(ty, &values));
+        };
+    let typed = |role: &str, layer: u32, ty: GgmlType| {
+        if spec.q4_k_m {
+            q4_k_m_type(role, layer, spec.n_layers)
+        } else {
+            ty
+        }
+    };
+    let embedding_type = if spec.q4_k_m {
+        GgmlType::Q4_K
+    } else {
+        spec.embedding_type
+    };
+    matrix(&mut rng, &mut w, "token_embd.weight", embedding_type, e, v);
+    let phi3 = arch == "phi3";
     for i in 0..spec.n_layers {
-        let ty = spec.matrix_types[i as usize % spec.matrix_types.len().max(1)];
+        let ty = spec
+            .matrix_types
+            .get(i as usize % spec.matrix_types.len().max(1))
+            .copied()
+            .unwrap_or(GgmlType::Q4_K);
         let name = |s: &str| format!("blk.{i}.{s}");
         w.add_tensor_f32(&name("attn_norm.weight"), &[e], &vec![1.0; e as usize]);
-        matrix(&mut rng, &mut w, &name("attn_q.weight"), ty, e, e);
-        matrix(&mut rng, &mut w, &name("attn_k.weight"), ty, e, kv);
-        matrix(&mut rng, &mut w, &name("attn_v.weight"), ty, e, kv);
-        matrix(&mut rng, &mut w, &name("attn_output.weight"), ty, e, e);
+        if phi3 {
+            let t = typed("attn_qkv.weight", i, ty);
+            stacked(
+                &mut rng,
+                &mut w,
+                &name("attn_qkv.weight"),
+                t,
+                e,
+                &[q, kv, kv],
+            );
+        } else {
+            for (role, n) in [
+                ("attn_q.weight", q),
+                ("attn_k.weight", kv),
+                ("attn_v.weight", kv),
+            ] {
+                matrix(&mut rng, &mut w, &name(role), typed(role, i, ty), e, n);
+            }
+        }
+        let t = typed("attn_output.weight", i, ty);
+        matrix(&mut rng, &mut w, &name("attn_output.weight"), t, q, e);
         // The architectures' extra vectors, random so that a kernel ignoring one shows.
         let vector =
             |rng: &mut Rng, w: &mut GgufWriter, s: &str, n: u64, base: f32, spread: f32| {
@@ -183,7 +362,7 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
                 w.add_tensor_f32(&name(s), &[n], &values);
             };
         if arch == "qwen2" {
-            vector(&mut rng, &mut w, "attn_q.bias", e, 0.0, 0.5);
+            vector(&mut rng, &mut w, "attn_q.bias", q, 0.0, 0.5);
             vector(&mut rng, &mut w, "attn_k.bias", kv, 0.0, 0.5);
             vector(&mut rng, &mut w, "attn_v.bias", kv, 0.0, 0.5);
         }
@@ -196,13 +375,25 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
             vector(&mut rng, &mut w, "post_ffw_norm.weight", e, 1.0, 0.5);
         }
         w.add_tensor_f32(&name("ffn_norm.weight"), &[e], &vec![1.0; e as usize]);
-        matrix(&mut rng, &mut w, &name("ffn_gate.weight"), ty, e, f);
-        matrix(&mut rng, &mut w, &name("ffn_up.weight"), ty, e, f);
-        matrix(&mut rng, &mut w, &name("ffn_down.weight"), ty, f, e);
+        if phi3 {
+            let t = typed("ffn_up.weight", i, ty);
+            stacked(&mut rng, &mut w, &name("ffn_up.weight"), t, e, &[f, f]);
+        } else {
+            for role in ["ffn_gate.weight", "ffn_up.weight"] {
+                matrix(&mut rng, &mut w, &name(role), typed(role, i, ty), e, f);
+            }
+        }
+        let t = typed("ffn_down.weight", i, ty);
+        matrix(&mut rng, &mut w, &name("ffn_down.weight"), t, f, e);
     }
     w.add_tensor_f32("output_norm.weight", &[e], &vec![1.0; e as usize]);
     if !spec.tied {
-        matrix(&mut rng, &mut w, "output.weight", spec.embedding_type, e, v);
+        let t = if spec.q4_k_m {
+            q4_k_m_type("output.weight", 0, spec.n_layers)
+        } else {
+            spec.embedding_type
+        };
+        matrix(&mut rng, &mut w, "output.weight", t, e, v);
     }
     w.to_bytes()
 }

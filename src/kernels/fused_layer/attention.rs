@@ -70,7 +70,7 @@ impl FusedAttention {
         o: WeightFormat,
         ix: &LayerIndexing,
     ) -> Result<Self> {
-        s.check()?;
+        s.check_device(ctx)?;
         // The QK_NORM code normalises and rotates one head per workgroup.
         require(
             !s.arch.qk_norm || s.attention_heads_per_group() == 1,

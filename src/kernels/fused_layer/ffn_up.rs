@@ -85,7 +85,7 @@ impl FusedFfnUp {
         up: WeightFormat,
         ix: &LayerIndexing,
     ) -> Result<Self> {
-        s.check()?;
+        s.check_device(ctx)?;
         let lanes = lanes_for(s.n_embd / 8, WORKGROUP, s.tuning.lanes);
         let passes = ffn_up_passes(s);
         let x_base = layer_grid(

@@ -3,8 +3,11 @@
 
 /// Invocations per workgroup of the fused kernels (`WG`).
 pub const WORKGROUP: u32 = 256;
-/// Largest n_embd the fused kernels keep in workgroup memory.
-pub const MAX_EMBD: u32 = 2048;
+/// Largest n_embd of the fused kernels: each lane holds at most `MAX_EMBD / 8 / WORKGROUP`
+/// 8-value units of a row in registers. Below it, what decides is workgroup memory
+/// (`fused_ffn_up` keeps the whole residual there: [`FusedShape::workgroup_bytes`](super::FusedShape::workgroup_bytes)
+/// against the device's `maxComputeWorkgroupStorageSize`).
+pub const MAX_EMBD: u32 = 8192;
 /// Key positions per attention workgroup (`CHUNK` in fused_attention.wgsl).
 pub const ATTENTION_CHUNK: u32 = 256;
 /// Workgroups the attention dispatch aims for (Wo's rows are split into blocks to reach it).

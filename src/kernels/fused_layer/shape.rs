@@ -2,7 +2,7 @@
 //! constants).
 
 use super::limits::{
-    ATTENTION_CHUNK, ATTENTION_GROUPED_FLOATS, MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM,
+    ATTENTION_CHUNK, ATTENTION_GROUPED_FLOATS, MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM, WORKGROUP,
 };
 use crate::error::{FuselmError, Result};
 use crate::gpu::GpuContext;
@@ -191,7 +191,58 @@ const NONE: u32 = 0xffffffffu;
         )
     }
 
-    /// Whether the fused kernels handle this geometry; the error names the limit.
+    /// Bytes of workgroup memory of the two kernels whose arrays grow with the shape:
+    /// `fused_ffn_up` (the whole residual, n_embd floats, and the attention merge weights) and
+    /// `fused_attention` (the workgroup's queries, scores and value lanes), each with the row
+    /// reductions' scratch (`subgroups`: [`GpuContext::subgroups32`]). Counted as the WGSL
+    /// declares them (fused_ffn_up.wgsl, fused_attention.wgsl, reduce_*.wgsl).
+    pub fn workgroup_bytes(&self, subgroups: bool) -> [(&'static str, u32); 2] {
+        // reduce_subgroup.wgsl: sg_part4 (8 vec4); reduce_shared.wgsl: red4 (256 vec4).
+        let reduce = if subgroups { 8 * 16 } else { 256 * 16 };
+        let ffn_up = self.n_embd * 4 + self.n_head * self.max_chunks() * 4 + 4 + reduce;
+        let hg = self.attention_heads_per_group();
+        let qkn = if self.arch.qk_norm { self.head_dim } else { 1 };
+        let attention = hg * self.head_dim * 4
+            + WORKGROUP * 16
+            + hg * ATTENTION_CHUNK * 4
+            + 4
+            + 2 * qkn * 4
+            + qkn.div_ceil(4) * 16
+            + reduce;
+        [("fused_ffn_up", ffn_up), ("fused_attention", attention)]
+    }
+
+    /// [`check`](Self::check), and the workgroup memory the kernels declare against the
+    /// device's `maxComputeWorkgroupStorageSize`.
+    pub fn check_device(&self, ctx: &GpuContext) -> Result<()> {
+        self.check_limits(
+            ctx.device.limits().max_compute_workgroup_storage_size,
+            ctx.subgroups32(),
+        )
+    }
+
+    /// [`check_device`](Self::check_device) for a device with `available` bytes of workgroup
+    /// memory that reduces rows with subgroups or not.
+    pub fn check_limits(&self, available: u32, subgroups: bool) -> Result<()> {
+        self.check()?;
+        for (kernel, needed) in self.workgroup_bytes(subgroups) {
+            if needed > available {
+                return Err(FuselmError::LimitExceeded {
+                    limit: if kernel == "fused_ffn_up" {
+                        "maxComputeWorkgroupStorageSize (fused_ffn_up: 4 bytes per n_embd)"
+                    } else {
+                        "maxComputeWorkgroupStorageSize (fused_attention)"
+                    },
+                    needed: u64::from(needed),
+                    available: u64::from(available),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the fused kernels handle this geometry on some device; the error names the
+    /// limit. [`check_device`](Self::check_device) adds the device's limits.
     pub fn check(&self) -> Result<()> {
         let limit = |limit: &'static str, needed: u32, available: u32| {
             if needed > available {
