@@ -22,6 +22,12 @@
 // is 1 unless phase 1 is large (many heads × a wide model): every workgroup repeats it, so
 // more rows per workgroup divide its total L2 traffic. Each pass loads the next one's weights
 // before its own arithmetic.
+// MODE (prepended) splits phase 1 off where it is large (`kernels::fused_layer::ffn_up_precombine`,
+// e.g. Phi-3-mini's 32 heads x 3072 = 384 KiB of partials per workgroup, read by each of
+// hundreds of workgroups): MODE 1 is phase 1 alone, written to x_mid once by ceil(n_embd / 1024)
+// workgroups of one vec4 per invocation; MODE 2 is phase 2, every workgroup loading x_mid. MODE
+// 0 is both in one dispatch. MODE 1 and 2 never have POST_NORMS (its norm of o needs all of it
+// in one workgroup).
 // Architecture switches (see fused_qkv.wgsl): O_BIAS adds the output projection's bias to
 // the attention output o. POST_NORMS (gemma3): x_mid = x + o * pa_w / sqrt(mean(o^2) + eps),
 // where x itself is base + delta * pf_w / sqrt(mean(delta^2) + eps) (the previous layer's
@@ -131,6 +137,24 @@ fn main(
     }
     // main's own p: a uniform load (the private copy is non-uniform to Tint's analysis).
     let p = lp[enter_layer(nwg.x)];
+    if MODE == 1u {
+        // Phase 1 alone: one vec4 of x_mid per invocation.
+        if lid == 0u {
+            chunks_sh = select(0u, (state.pos + ATT_CHUNK) / ATT_CHUNK, state.done == 0u);
+        }
+        let n_chunks = workgroupUniformLoad(&chunks_sh);
+        if n_chunks == 0u {
+            return;
+        }
+        if !SINGLE_CHUNK && n_chunks > 1u {
+            merge_weights(lid, n_chunks);
+        }
+        let i = wg.x * WG + lid;
+        if i < V4 {
+            x_mid[i] = attention_out(i, n_chunks, x[i]);
+        }
+        return;
+    }
     let lane = lid % LANES;
     let block0 = wg.x * RPASS;
     let row0 = min(block0 * ROWS + lid / LANES, N_FF - 1u);
@@ -153,11 +177,18 @@ fn main(
     }
 
     // Phase 1: x_mid into workgroup memory.
-    if !SINGLE_CHUNK && n_chunks > 1u {
+    if MODE == 0u && !SINGLE_CHUNK && n_chunks > 1u {
         merge_weights(lid, n_chunks);
     }
     let first = wg.x == 0u;
-    if POST_NORMS {
+    if MODE == 2u {
+        for (var k = 0u; k < V4_PER; k++) {
+            let i = lid + k * WG;
+            if i < V4 {
+                xm_sh[i] = x_mid[i];
+            }
+        }
+    } else if POST_NORMS {
         let delta = p.pf_off != NONE; // uniform
         var ov: array<vec4<f32>, V4_PER>;
         var dv: array<vec4<f32>, V4_PER>;
@@ -211,7 +242,7 @@ fn main(
     // the row's lanes with each pass's dot products). Elsewhere each pass computes them: hoisted
     // in the general variant too, SmolLM2's gate/up at 1k context went 10.5 -> 14.1 us per
     // dispatch on an H200 (bench/NOTES.md, 2026-11-26).
-    const HOIST: bool = SINGLE_CHUNK && RPASS > 1u;
+    const HOIST: bool = (SINGLE_CHUNK || MODE == 2u) && RPASS > 1u;
     var xw: array<W8, PER_LANE>;
     var ss = 0.0;
     if HOIST {

@@ -9,9 +9,11 @@
 // memory holds x, and the only memory round trips are the weight loads (issued first) and
 // the state flag, which overlap.
 //
-// One workgroup of 256 computes ROWS = 256 / LANES output rows, LANES lanes per row (LANES is
-// prepended: `kernels::fused_layer::lanes_for`, at most 128 so pairs share a workgroup), so the
-// (n_q + 2 n_kv) rows spread over (n_q + 2 n_kv) / ROWS workgroups. RoPE rotates pairs of rows,
+// One workgroup of 256 computes QPASS passes of ROWS = 256 / LANES output rows, LANES lanes per
+// row (LANES and QPASS are prepended: `kernels::fused_layer::lanes_for` (at most 128 so pairs
+// share a workgroup) and `qkv_passes`), so the (n_q + 2 n_kv) rows spread over
+// (n_q + 2 n_kv) / (ROWS * QPASS) workgroups; on wide models several passes spread the loads of
+// x and norm_w, which every workgroup makes, over more weight rows. RoPE rotates pairs of rows,
 // so rows are assigned through a permutation that puts both members of a pair in adjacent
 // slots of one workgroup (slots 2i, 2i + 1 of a head hold dims (2i, 2i + 1) in llama's
 // pairing and (i, i + n_rot/2) in NeoX's); dims past n_rot are not rotated. K and V are
@@ -80,6 +82,38 @@ fn qkv_decode(region: u32, raw: vec4<u32>, row: u32, u: u32) -> W8 {
     return wv_decode(raw, row, u, N_EMBD);
 }
 
+// Where slot `slot0 + r` of a pass starting at `slot0` reads its weight row: the region (0: Q,
+// 1: K, 2: V; a pass's ROWS slots lie in one region: regions are multiples of ROWS rows, as
+// ROWS <= 8 and head_dim % 8 == 0), the region's first row in qkv, the row, and the slot's
+// place `s` in its head. RoPE pairs sit in adjacent slots. Slots past the end read the last row.
+struct SlotRow {
+    region: u32,
+    base: u32,
+    row: u32,
+    s: u32,
+}
+
+fn slot_row(slot0: u32, r: u32) -> SlotRow {
+    let slot = min(slot0 + r, N_Q + 2u * N_KV - 1u);
+    var region = 0u;
+    var base = 0u;
+    if slot0 >= N_Q + N_KV {
+        region = 2u;
+        base = N_Q + N_KV;
+    } else if slot0 >= N_Q {
+        region = 1u;
+        base = N_Q;
+    }
+    let in_region = slot - base;
+    let s = in_region % HEAD_DIM;
+    let head = in_region / HEAD_DIM;
+    var d = s;
+    if region < 2u && s < N_ROT && NEOX {
+        d = s / 2u + (s % 2u) * (N_ROT / 2u);
+    }
+    return SlotRow(region, base, head * HEAD_DIM + d, s);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -91,30 +125,12 @@ fn main(
     }
     // main's own p: a uniform load (the private copy is non-uniform to Tint's analysis).
     let p = lp[enter_layer(nwg.x)];
-    // This workgroup's ROWS slots; regions (Q, K, V) are multiples of ROWS rows (ROWS <= 8 and
-    // head_dim % 8 == 0).
-    let slot0 = wg.x * ROWS;
+    // QPASS passes of ROWS slots each (`kernels::fused_layer::qkv_passes`): x, norm_w and the
+    // norm's scale are loaded and computed once per workgroup, and each pass loads the next
+    // pass's weights before its own arithmetic.
     let lane = lid % LANES;
     let r = lid / LANES;
-    let slot = min(slot0 + r, N_Q + 2u * N_KV - 1u);
-    var region = 0u; // 0: Q, 1: K, 2: V
-    var base = 0u;   // first row of the region in qkv
-    if slot0 >= N_Q + N_KV {
-        region = 2u;
-        base = N_Q + N_KV;
-    } else if slot0 >= N_Q {
-        region = 1u;
-        base = N_Q;
-    }
-    // Slot -> row of the weight: RoPE pairs sit in adjacent slots.
-    let in_region = slot - base;
-    let s = in_region % HEAD_DIM;
-    let head = in_region / HEAD_DIM;
-    var d = s;
-    if region < 2u && s < N_ROT && NEOX {
-        d = s / 2u + (s % 2u) * (N_ROT / 2u);
-    }
-    let row = head * HEAD_DIM + d;
+    var sr = slot_row(wg.x * QPASS * ROWS, r);
 
     // Every load of this invocation first (weights, x, norm_w), then the state flag: their
     // latencies overlap. Fixed-size arrays indexed by unrolled loops stay in registers.
@@ -127,7 +143,7 @@ fn main(
     var fa: array<W8, PER_LANE>;
     for (var j = 0u; j < PER_LANE; j++) {
         let u = min(lane + j * LANES, UNITS - 1u);
-        raw[j] = qkv_fetch(region, row, u);
+        raw[j] = qkv_fetch(sr.region, sr.row, u);
         xa[j] = W8(x[2u * u], x[2u * u + 1u]);
         na[j] = W8(vecs[n4 + 2u * u], vecs[n4 + 2u * u + 1u]);
         if delta {
@@ -156,38 +172,70 @@ fn main(
             xa[j] = W8(xa[j].a + da[j].a * sd * fa[j].a, xa[j].b + da[j].b * sd * fa[j].b);
         }
     }
-    var acc = vec2<f32>(); // (W . (x * norm_w), sum x^2) over this lane's units
+    // x * norm_w and this lane's share of sum(x^2), once for every pass.
+    var xw: array<W8, PER_LANE>;
+    var xx = 0.0;
     for (var j = 0u; j < PER_LANE; j++) {
-        let u = lane + j * LANES;
-        if u < UNITS {
-            let xv = xa[j];
-            let xw = W8(xv.a * na[j].a, xv.b * na[j].b);
-            acc += vec2<f32>(dot8(qkv_decode(region, raw[j], row, u), xw), dot8(xv, xv));
+        let xv = xa[j];
+        xw[j] = W8(xv.a * na[j].a, xv.b * na[j].b);
+        if lane + j * LANES < UNITS {
+            xx += dot8(xv, xv);
         }
     }
-    let t = row_sum2(lid, acc);
-    var v = t.x * inverseSqrt(t.y / f32(N_EMBD) + p.eps);
-    if QKV_BIAS {
-        let b = p.bias_off + base + row;
-        v += vecs[b / 4u][b % 4u];
+    var scale = 0.0;
+    for (var qp = 0u; qp < QPASS; qp++) {
+        let slot0 = (wg.x * QPASS + qp) * ROWS;
+        let cur = sr;
+        var nxt: array<vec4<u32>, PER_LANE>;
+        if qp + 1u < QPASS {
+            sr = slot_row(slot0 + ROWS, r);
+            for (var j = 0u; j < PER_LANE; j++) {
+                nxt[j] = qkv_fetch(sr.region, sr.row, min(lane + j * LANES, UNITS - 1u));
+            }
+        }
+        var dot = 0.0; // W . (x * norm_w) over this lane's units
+        for (var j = 0u; j < PER_LANE; j++) {
+            let u = lane + j * LANES;
+            if u < UNITS {
+                dot += dot8(qkv_decode(cur.region, raw[j], cur.row, u), xw[j]);
+            }
+        }
+        // The first pass reduces sum(x^2) with its dot products (one reduction, as with one
+        // pass); later ones reuse the scale.
+        var v: f32;
+        if qp == 0u {
+            let t = row_sum2(lid, vec2<f32>(dot, xx));
+            scale = inverseSqrt(t.y / f32(N_EMBD) + p.eps);
+            v = t.x * scale;
+        } else {
+            v = row_sum(lid, dot) * scale;
+        }
+        if QKV_BIAS {
+            let b = p.bias_off + cur.base + cur.row;
+            v += vecs[b / 4u][b % 4u];
+        }
+        if lane == 0u {
+            out_sh[r] = v;
+        }
+        workgroupBarrier();
+        if lane == 0u && slot0 + r < N_Q + 2u * N_KV {
+            if cur.region == 2u || cur.s >= N_ROT || QK_NORM {
+                qkv[cur.base + cur.row] = v;
+            } else {
+                // Rotate the pair (slots s and s ^ 1): x0 is the even slot's value, x1 the
+                // odd one's.
+                let pair = cur.s / 2u;
+                let sc = sincos(rope_theta(state.pos, pair, p.theta_scale));
+                let even = (cur.s % 2u) == 0u;
+                let other = out_sh[r ^ 1u];
+                let x0 = select(other, v, even);
+                let x1 = select(v, other, even);
+                qkv[cur.base + cur.row] = select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, even);
+            }
+        }
+        if qp + 1u < QPASS {
+            workgroupBarrier(); // out_sh is the next pass's
+            raw = nxt;
+        }
     }
-    if lane == 0u {
-        out_sh[r] = v;
-    }
-    workgroupBarrier();
-    if lane != 0u || slot0 + r >= N_Q + 2u * N_KV {
-        return;
-    }
-    if region == 2u || s >= N_ROT || QK_NORM {
-        qkv[base + row] = v;
-        return;
-    }
-    // Rotate the pair (slots s and s ^ 1): x0 is the even slot's value, x1 the odd one's.
-    let pair = s / 2u;
-    let sc = sincos(rope_theta(state.pos, pair, p.theta_scale));
-    let even = (s % 2u) == 0u;
-    let other = out_sh[r ^ 1u];
-    let x0 = select(other, v, even);
-    let x1 = select(v, other, even);
-    qkv[base + row] = select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, even);
 }

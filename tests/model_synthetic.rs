@@ -191,7 +191,17 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
         let gguf = Gguf::parse(&bytes).expect("synthetic GGUF parses");
         let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
         let vocab = cpu.config.vocab_size as usize;
-        let ctx = GpuContext::new().await.expect("gpu");
+        // The K-quant model with 32 heads runs fused_qkv with 3 row passes per workgroup and
+        // fused_ffn_up with 64 lanes per row and its combine as a dispatch of its own (the
+        // launch parameters of wide models; the phi3 model gets 8 qkv passes and the split
+        // combine by the default rules).
+        let mut context = ContextOptions::default();
+        if index == 3 {
+            context.tuning.qkv_passes = Some(3);
+            context.tuning.up_lanes = Some(64);
+            context.tuning.precombine = Some(1);
+        }
+        let ctx = GpuContext::with_options(context).await.expect("gpu");
         // max_batch 8 < prompt length: prefill runs in several batches.
         let options = LoadOptions {
             n_ctx: Some(64),
@@ -612,19 +622,28 @@ async fn fused_decode_crosses_attention_chunks() {
         seed: 15,
         ..SyntheticSpec::default()
     };
-    for spec in [SyntheticSpec::default(), grouped, gemma] {
-        crosses_attention_chunks(&spec).await;
+    // The grouped model again with fused_ffn_up's combine as a dispatch of its own (the
+    // default on wide models: `ffn_up_precombine`), merging two chunks per head.
+    let mut split = ContextOptions::default();
+    split.tuning.precombine = Some(1);
+    for (spec, context) in [
+        (SyntheticSpec::default(), ContextOptions::default()),
+        (grouped.clone(), ContextOptions::default()),
+        (grouped, split),
+        (gemma, ContextOptions::default()),
+    ] {
+        crosses_attention_chunks(&spec, context).await;
     }
 }
 
 #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-async fn crosses_attention_chunks(spec: &SyntheticSpec) {
+async fn crosses_attention_chunks(spec: &SyntheticSpec, context: ContextOptions) {
     let bytes = synthetic_llama(spec);
     let gguf = Gguf::parse(&bytes).expect("synthetic GGUF parses");
     let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
     let vocab = cpu.config.vocab_size;
     let prompt: Vec<u32> = (0..250u32).map(|i| (i * 7919 + 13) % vocab).collect();
-    let ctx = GpuContext::new().await.expect("gpu");
+    let ctx = GpuContext::with_options(context).await.expect("gpu");
     let options = LoadOptions {
         n_ctx: Some(300),
         max_batch: Some(64),

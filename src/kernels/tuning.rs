@@ -17,6 +17,16 @@ pub struct KernelTuning {
     /// 32–256, capped at each kernel's workgroup: qkv 128). Default: the fewest from 32 that
     /// leave each lane at most two 8-value units.
     pub lanes: Option<u32>,
+    /// Row passes per `fused_qkv` workgroup (`qkv_passes`; 1–16). Default: enough that at
+    /// least 512 workgroups remain, at most 8.
+    pub qkv_passes: Option<u32>,
+    /// Lanes per row of `fused_ffn_up` alone (a power of two, 32–256; `lanes` sets every
+    /// fused matrix-vector kernel's). Default: `lanes_for`'s rule.
+    pub up_lanes: Option<u32>,
+    /// Whether `fused_ffn_up` splits the attention combine into a dispatch of its own
+    /// (`ffn_up_precombine`; 0: never, 1: always but with post norms). Default: once the
+    /// partials each workgroup would read reach 65,536 floats.
+    pub precombine: Option<u32>,
     /// Row passes per `fused_ffn_up` workgroup (`ffn_up_passes`; 1–32). Default: one per
     /// 4,096 floats of n_head × n_embd, 1 to 16.
     pub ffn_passes: Option<u32>,
@@ -57,7 +67,25 @@ struct Parameter {
     field: fn(&mut KernelTuning) -> &mut Option<u32>,
 }
 
-const PARAMETERS: [Parameter; 10] = [
+const PARAMETERS: [Parameter; 13] = [
+    Parameter {
+        name: "precombine",
+        var: "FUSELM_PRECOMBINE",
+        ok: |v| v <= 1,
+        field: |t| &mut t.precombine,
+    },
+    Parameter {
+        name: "qkv-passes",
+        var: "FUSELM_QKV_PASSES",
+        ok: |v| (1..=16).contains(&v),
+        field: |t| &mut t.qkv_passes,
+    },
+    Parameter {
+        name: "up-lanes",
+        var: "FUSELM_UP_LANES",
+        ok: |v| v.is_power_of_two() && (32..=256).contains(&v),
+        field: |t| &mut t.up_lanes,
+    },
     Parameter {
         name: "lanes",
         var: "FUSELM_LANES",

@@ -500,9 +500,16 @@ impl FusedDecode {
         out
     }
 
-    /// Dispatches of one body (embed + 4 per layer, + the post norm of `POST_NORMS` models).
-    pub fn body_dispatches(&self) -> u32 {
-        self.embed_dispatches + 4 * self.layers.len() as u32 + u32::from(self.post_norm.is_some())
+    /// Dispatches of one body for a step that sees at most `max_len` positions (embed + 4
+    /// per layer, 5 where `fused_ffn_up` splits its combine off, + the post norm of
+    /// `POST_NORMS` models).
+    pub fn body_dispatches(&self, max_len: u32) -> u32 {
+        let layers: u32 = self
+            .layers
+            .iter()
+            .map(|l| 3 + l.ffn_up.dispatches(max_len))
+            .sum();
+        self.embed_dispatches + layers + u32::from(self.post_norm.is_some())
     }
 }
 

@@ -280,9 +280,19 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     tokens.push("<|im_end|>".into());
     let mut types = vec![1i32; 256];
     types.extend([3, 3]);
+    // Phi-3's vocabulary has SentencePiece's specials, and llama.cpp marks them by name when a
+    // model's name says Phi-3 (it fails to load one without them): the first filler slots.
+    let mut filler = 0;
+    if arch == "phi3" && v >= SYNTHETIC_VOCAB + 4 {
+        for special in ["<unk>", "<s>", "</s>", "<|endoftext|>"] {
+            tokens.push(special.into());
+            types.push(3);
+        }
+        filler = 4;
+    }
     // Filler tokens up to n_vocab: distinct strings of 2 (then 3) byte-level characters, which
     // no merge ever produces.
-    for j in 0..v - SYNTHETIC_VOCAB {
+    for j in filler..v - SYNTHETIC_VOCAB {
         let digits: &[u64] = if j < 65_536 {
             &[j % 256, j / 256]
         } else {

@@ -27,15 +27,27 @@ pub struct FfnUpParams {
 const _: () = assert!(std::mem::size_of::<FfnUpParams>() == 32);
 
 /// Dispatch 3: combine + residual → `x_mid`; RMS norm, gate/up, SwiGLU → `hidden`. Two
-/// pipelines: for steps whose context fits one attention chunk, and for any step.
+/// pipelines: for steps whose context fits one attention chunk, and for any step. Where the
+/// attention partials are large ([`ffn_up_precombine`]), three more that split it in two
+/// dispatches: the combine alone (per chunking) and gate/up reading `x_mid`.
 /// Layer-indexed ([`LayerIndexing`]), bindings in `@group(2)`.
 #[derive(Debug, Clone)]
 pub struct FusedFfnUp {
     single: Pipeline,
     general: Pipeline,
+    split: Option<SplitPipelines>,
     shape: FusedShape,
     ix: LayerIndexing,
     x_base: u32,
+}
+
+/// The combine (MODE 1, single-chunk and general) and gate/up from `x_mid` (MODE 2).
+#[derive(Debug, Clone)]
+struct SplitPipelines {
+    combine_single: Pipeline,
+    combine_general: Pipeline,
+    up: Pipeline,
+    combine_x_base: u32,
 }
 
 /// [`FusedFfnUp`] bound; the variant is chosen at record time from the steps' context.
@@ -43,25 +55,55 @@ pub struct FusedFfnUp {
 pub struct FusedFfnUpCall {
     single: Bound,
     general: Bound,
+    split: Option<SplitCall>,
+    shape: FusedShape,
     groups: [u32; 3],
 }
 
+#[derive(Debug, Clone)]
+struct SplitCall {
+    combine_single: Bound,
+    combine_general: Bound,
+    up: Bound,
+    combine_groups: [u32; 3],
+}
+
 impl FusedFfnUpCall {
-    fn pick(&self, layer: u32, max_len: u32) -> (&Bound, [u32; 3]) {
-        let bound = if single_chunk(max_len) {
-            &self.single
-        } else {
-            &self.general
-        };
-        let [x, y, z] = self.groups;
-        (bound, [x + layer, y, z])
+    /// The dispatches of layer `layer` for a step that sees at most `max_len` positions.
+    fn pick(&self, layer: u32, max_len: u32) -> Vec<(&Bound, [u32; 3])> {
+        let single = single_chunk(max_len);
+        let at = |[x, y, z]: [u32; 3]| [x + layer, y, z];
+        match &self.split {
+            Some(split) if ffn_up_precombine(&self.shape, max_len) => {
+                let combine = if single {
+                    &split.combine_single
+                } else {
+                    &split.combine_general
+                };
+                vec![
+                    (combine, at(split.combine_groups)),
+                    (&split.up, at(self.groups)),
+                ]
+            }
+            _ => {
+                let bound = if single { &self.single } else { &self.general };
+                vec![(bound, at(self.groups))]
+            }
+        }
+    }
+
+    /// Dispatches per layer for a step that sees at most `max_len` positions (1, or 2 where
+    /// the combine is split off).
+    pub fn dispatches(&self, max_len: u32) -> u32 {
+        self.pick(0, max_len).len() as u32
     }
 
     /// Records layer `layer`'s combine + FFN-up for a step that sees at most `max_len`
     /// positions.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, layer: u32, max_len: u32) {
-        let (bound, groups) = self.pick(layer, max_len);
-        bound.dispatch(pass, groups);
+        for (bound, groups) in self.pick(layer, max_len) {
+            bound.dispatch(pass, groups);
+        }
     }
 
     /// [`FusedFfnUpCall::record`], setting only what `state` says is not set.
@@ -72,8 +114,9 @@ impl FusedFfnUpCall {
         layer: u32,
         max_len: u32,
     ) {
-        let (bound, groups) = self.pick(layer, max_len);
-        bound.dispatch_tracked(pass, state, groups);
+        for (bound, groups) in self.pick(layer, max_len) {
+            bound.dispatch_tracked(pass, state, groups);
+        }
     }
 }
 
@@ -86,7 +129,11 @@ impl FusedFfnUp {
         ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check_device(ctx)?;
-        let lanes = lanes_for(s.n_embd / 8, WORKGROUP, s.tuning.lanes);
+        let lanes = lanes_for(
+            s.n_embd / 8,
+            WORKGROUP,
+            s.tuning.up_lanes.or(s.tuning.lanes),
+        );
         let passes = ffn_up_passes(s);
         let x_base = layer_grid(
             ctx,
@@ -97,26 +144,47 @@ impl FusedFfnUp {
         let mut slots = vec![Slot::Uniform];
         slots.extend([Slot::Read; 6]);
         slots.extend([Slot::ReadWrite; 2]);
-        let source = |single: bool| {
+        let source = |single: bool, mode: u32, base: u32| {
             in_group(
                 compose(&[
                     &s.wgsl_prelude(ctx, "", lanes),
                     &format!(
-                        "const SINGLE_CHUNK: bool = {single};\nconst RPASS: u32 = {passes}u;\n"
+                        "const SINGLE_CHUNK: bool = {single};\nconst RPASS: u32 = {passes}u;\nconst MODE: u32 = {mode}u;\n"
                     ),
                     shaders::COMMON,
-                    &layer_prelude(ix, x_base, &[("wgate", gate), ("wup", up)], true),
+                    &layer_prelude(ix, base, &[("wgate", gate), ("wup", up)], true),
                     shaders::FUSED_FFN_UP,
                 ]),
                 2,
             )
         };
-        let single = Pipeline::new_in_group(ctx, "fused_ffn_up", &source(true), &slots, 2).await?;
-        let general =
-            Pipeline::new_in_group(ctx, "fused_ffn_up", &source(false), &slots, 2).await?;
+        let slots = &slots;
+        let pipeline = |single, mode, base| {
+            let source = source(single, mode, base);
+            async move { Pipeline::new_in_group(ctx, "fused_ffn_up", &source, slots, 2).await }
+        };
+        let single = pipeline(true, 0, x_base).await?;
+        let general = pipeline(false, 0, x_base).await?;
+        let split = if ffn_up_precombine(s, s.n_ctx) {
+            let combine_x_base = layer_grid(
+                ctx,
+                "maxComputeWorkgroupsPerDimension (fused_ffn_up combine + layers)",
+                (s.n_embd / 4).div_ceil(WORKGROUP),
+                ix.n_layer,
+            )?;
+            Some(SplitPipelines {
+                combine_single: pipeline(true, 1, combine_x_base).await?,
+                combine_general: pipeline(false, 1, combine_x_base).await?,
+                up: pipeline(true, 2, x_base).await?,
+                combine_x_base,
+            })
+        } else {
+            None
+        };
         Ok(Self {
             single,
             general,
+            split,
             shape: *s,
             ix: *ix,
             x_base,
@@ -193,9 +261,22 @@ impl FusedFfnUp {
             x_mid.into(),
             hidden.into(),
         ];
+        let split = match &self.split {
+            Some(sp) => Some(SplitCall {
+                combine_single: sp.combine_single.bind_with_uniform(ctx, params, &buffers)?,
+                combine_general: sp
+                    .combine_general
+                    .bind_with_uniform(ctx, params, &buffers)?,
+                up: sp.up.bind_with_uniform(ctx, params, &buffers)?,
+                combine_groups: [sp.combine_x_base, 1, 1],
+            }),
+            None => None,
+        };
         Ok(FusedFfnUpCall {
             single: self.single.bind_with_uniform(ctx, params, &buffers)?,
             general: self.general.bind_with_uniform(ctx, params, &buffers)?,
+            split,
+            shape: self.shape,
             groups: [self.x_base, 1, 1],
         })
     }
@@ -215,3 +296,33 @@ pub fn ffn_up_passes(s: &FusedShape) -> u32 {
     }
     (s.n_head * s.n_embd / 4096).clamp(1, 16)
 }
+
+/// Whether `fused_ffn_up` runs as two dispatches for a step that sees at most `max_len`
+/// positions: the attention combine alone (x_mid, written once), then gate/up with every
+/// workgroup loading x_mid, instead of every workgroup rebuilding x_mid from the partials.
+/// Worth one more dispatch per layer (~2–3 µs) once the partials each workgroup would read
+/// pass [`PRECOMBINE_FLOATS`] (n_head / heads per attention workgroup rows of n_embd at one
+/// chunk, n_head × chunks rows beyond): Phi-3-mini's 32 heads × 3072 at one chunk, Llama-3.2-1B's
+/// from 4 chunks (1k positions). Never with `POST_NORMS` (the norm of the attention output
+/// needs all of it in one workgroup). `KernelTuning::precombine` (0: never, 1: always)
+/// overrides it for measurements.
+pub fn ffn_up_precombine(s: &FusedShape, max_len: u32) -> bool {
+    if s.arch.post_norms {
+        return false;
+    }
+    match s.tuning.precombine {
+        Some(v) => v == 1,
+        None => {
+            let rows = if single_chunk(max_len) {
+                s.n_head / s.attention_heads_per_group()
+            } else {
+                s.n_head * max_len.div_ceil(super::limits::ATTENTION_CHUNK)
+            };
+            u64::from(rows) * u64::from(s.n_embd) >= PRECOMBINE_FLOATS
+        }
+    }
+}
+
+/// Attention-partial floats per `fused_ffn_up` workgroup from which the combine is split off
+/// ([`ffn_up_precombine`]).
+pub const PRECOMBINE_FLOATS: u64 = 1 << 16;

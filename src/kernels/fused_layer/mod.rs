@@ -62,14 +62,16 @@ mod vectors;
 pub use attention::{attention_preloads, AttentionParams, FusedAttention, FusedAttentionCall};
 pub use call::FusedCall;
 pub use ffn_down::{down_rows_per_lane, FusedFfnDown};
-pub use ffn_up::{ffn_up_passes, FfnUpParams, FusedFfnUp, FusedFfnUpCall};
+pub use ffn_up::{
+    ffn_up_passes, ffn_up_precombine, FfnUpParams, FusedFfnUp, FusedFfnUpCall, PRECOMBINE_FLOATS,
+};
 pub use lanes::lanes_for;
 pub use limits::{
     ATTENTION_CHUNK, ATTENTION_GROUPED_FLOATS, ATTENTION_MAX_BLOCK_ROWS, ATTENTION_MIN_GROUPS,
     MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM, WORKGROUP,
 };
 pub use post_norm::FusedPostNorm;
-pub use qkv::{FusedQkv, QkvParams};
+pub use qkv::{qkv_passes, FusedQkv, QkvParams};
 pub use shape::{FusedArch, FusedShape, LayerAttention, LayerVectors};
 pub use vectors::NO_VECTOR;
 

@@ -36,6 +36,22 @@ pub struct FusedQkv {
     x_base: u32,
 }
 
+/// Row passes per `fused_qkv` workgroup (`QPASS`): every workgroup loads x and the norm's
+/// weights (n_embd floats each) and reduces sum(x^2) before its rows, so with one pass of two
+/// rows on a 3072-wide model (Phi-3-mini) those loads are 6 times the weight bytes it streams.
+/// Passes divide that over more rows, while enough workgroups remain to fill the GPU: the most
+/// (up to 8) that leave at least 512 workgroups; 1 on small models, where the kernel is bound by
+/// each workgroup's chain of dependent steps rather than by bytes.
+/// `KernelTuning::qkv_passes` overrides it for measurements.
+pub fn qkv_passes(s: &FusedShape, lanes: u32) -> u32 {
+    if let Some(p) = s.tuning.qkv_passes {
+        return p;
+    }
+    let rows_per_pass = WORKGROUP / lanes;
+    let rows = s.n_q() + 2 * s.n_kv();
+    (rows / (rows_per_pass * 512)).clamp(1, 8)
+}
+
 impl FusedQkv {
     pub async fn new(
         ctx: &GpuContext,
@@ -49,14 +65,15 @@ impl FusedQkv {
         // At least 2 rows per workgroup: RoPE pairs rows within one.
         let lanes = lanes_for(s.n_embd / 8, WORKGROUP / 2, s.tuning.lanes);
         let rows = s.n_q() + 2 * s.n_kv();
+        let passes = qkv_passes(s, lanes);
         let x_base = layer_grid(
             ctx,
             "maxComputeWorkgroupsPerDimension (fused_qkv: row groups + layers)",
-            rows.div_ceil(WORKGROUP / lanes),
+            rows.div_ceil(WORKGROUP / lanes * passes),
             ix.n_layer,
         )?;
         let source = compose(&[
-            &s.wgsl_prelude(ctx, "", lanes),
+            &s.wgsl_prelude(ctx, &format!("const QPASS: u32 = {passes}u;\n"), lanes),
             shaders::COMMON,
             shaders::ROPE_MATH,
             &layer_prelude(ix, x_base, &[("wq", q), ("wk", k), ("wv", v)], true),

@@ -123,7 +123,8 @@ impl GenerationStrategy for Fused {
 
     fn dispatches_per_step(&self, _: &Shared, sampling: bool) -> Result<u32> {
         let f = self.ready()?;
-        Ok(f.decode.body_dispatches() + f.choice.dispatches(sampling))
+        // At a short context (a step within the first attention chunk).
+        Ok(f.decode.body_dispatches(1) + f.choice.dispatches(sampling))
     }
 
     fn generate<'a>(
@@ -211,7 +212,7 @@ async fn generate(
     // longer than the prompt's GPU work (TTFT ~13 ms natively, ~36 ms in wasm, at 32). They
     // grow only while the GPU is the bound (`ChunkRamp`).
     let mut ramp = ChunkRamp::new(FIRST_CHUNK, run.chunk_tokens);
-    let per_step = u64::from(fused.decode.body_dispatches() + fused.choice.dispatches(sampling));
+    let head_dispatches = u64::from(fused.choice.dispatches(sampling));
 
     while let Some((read, count, decode)) = pending.pop_front() {
         // Keep the GPU busy: queue the next chunk before waiting for this one.
@@ -224,11 +225,12 @@ async fn generate(
                 let mut set = PassState::default();
                 for i in 0..steps {
                     // The step producing token index recorded + i sees n + recorded + i keys.
-                    fused
-                        .decode
-                        .record_body(&mut pass, &mut set, n + recorded + i)?;
+                    let len = n + recorded + i;
+                    fused.decode.record_body(&mut pass, &mut set, len)?;
                     fused.choice.record(&mut pass, sampling);
                     set.touched(0);
+                    prog.out.dispatches +=
+                        u64::from(fused.decode.body_dispatches(len)) + head_dispatches;
                 }
             }
             let read = StagedRead::copy_pooled(
@@ -248,7 +250,6 @@ async fn generate(
             ramp.recorded(steps, record);
             prog.out.record_seconds += record;
             prog.out.submits += 1;
-            prog.out.dispatches += per_step * u64::from(steps);
             prog.out.decode_steps += u64::from(steps);
             recorded += steps;
         }
