@@ -58,8 +58,12 @@ struct Params {
     eps: f32,
     q_norm_off: u32,  // per-head Q and K norm weights in `vecs` (QK_NORM)
     k_norm_off: u32,
+    rope_off: u32,    // RoPE frequency factors in `vecs` (QK_NORM); NONE: none
+    freq_scale: f32,  // RoPE angle scale (1 / linear scaling factor)
+    mscale: f32,      // multiplies RoPE's cos and sin
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> lp: array<Params, N_LAYER>; // one per layer
@@ -135,7 +139,11 @@ fn rotate(mine: f32, other: f32, d: u32, pos: u32) -> f32 {
         pair = d % (N_ROT / 2u);
         first = d < N_ROT / 2u;
     }
-    let sc = sincos(rope_theta(pos, pair, p.theta_scale));
+    var theta = rope_theta(pos, pair, p.theta_scale);
+    if p.rope_off != NONE {
+        theta = theta / vecs[p.rope_off + pair];
+    }
+    let sc = sincos(theta * p.freq_scale) * p.mscale;
     let x0 = select(other, mine, first);
     let x1 = select(mine, other, first);
     return select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, first);

@@ -38,9 +38,9 @@ struct Params {
     norm_off: u32,    // attention norm weights in `vecs`
     bias_off: u32,    // Q, K, V biases (consecutive) in `vecs` (QKV_BIAS)
     pf_off: u32,      // the previous layer's post-FFN norm in `vecs`; NONE: x has no delta
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    rope_off: u32,    // RoPE frequency factors in `vecs` (Llama 3, LongRoPE); NONE: none
+    freq_scale: f32,  // RoPE angle scale (1 / linear scaling factor)
+    mscale: f32,      // multiplies RoPE's cos and sin (LongRoPE's attention factor)
 }
 
 @group(0) @binding(0) var<uniform> lp: array<Params, N_LAYER>; // one per layer
@@ -225,7 +225,12 @@ fn main(
                 // Rotate the pair (slots s and s ^ 1): x0 is the even slot's value, x1 the
                 // odd one's.
                 let pair = cur.s / 2u;
-                let sc = sincos(rope_theta(state.pos, pair, p.theta_scale));
+                var theta = rope_theta(state.pos, pair, p.theta_scale);
+                if p.rope_off != NONE {
+                    let fi = p.rope_off + pair;
+                    theta = theta / vecs[fi / 4u][fi % 4u];
+                }
+                let sc = sincos(theta * p.freq_scale) * p.mscale;
                 let even = (cur.s % 2u) == 0u;
                 let other = out_sh[r ^ 1u];
                 let x0 = select(other, v, even);

@@ -1,7 +1,10 @@
 // Rotary position embedding of Q and K, in place, llama.cpp's two pairings:
 //   normal (llama):  rotates (x[2i], x[2i+1])
 //   NeoX (qwen2...): rotates (x[i],  x[i + n_rot/2])
-// for pair i < n_rot/2 by theta = pos * freq_base^(-2i/n_rot); dims >= n_rot pass through.
+// for pair i < n_rot/2 by theta = pos * freq_base^(-2i/n_rot) / factors[i] * freq_scale, with cos
+// and sin times mscale (ggml's rope with YaRN's extrapolation off: Llama 3's and Phi-3's
+// frequency factors, linear scaling, LongRoPE's attention factor; a model without them binds
+// factors of 1 and freq_scale = mscale = 1, which change nothing); dims >= n_rot pass through.
 //
 // One invocation per (token, head, pair) over Q's and K's heads together, so both are rotated
 // by one dispatch. pos = state.pos + t comes from the GPU state.
@@ -16,14 +19,15 @@ struct Params {
     n_rot: u32,       // rotated dims per head (even, <= head_dim)
     theta_scale: f32, // freq_base^(-2 / n_rot)
     neox: u32,        // 0: normal adjacent pairs, 1: NeoX half split
-    _pad0: u32,
-    _pad1: u32,
+    freq_scale: f32,  // 1 / linear scaling factor
+    mscale: f32,      // multiplies cos and sin
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> state: State;
 @group(0) @binding(2) var<storage, read_write> q: array<f32>; // [n_tokens, n_head, head_dim]
 @group(0) @binding(3) var<storage, read_write> k: array<f32>; // [n_tokens, n_head_kv, head_dim]
+@group(0) @binding(4) var<storage, read> factors: array<f32>; // [n_rot / 2]
 
 const WG: u32 = 64u;
 @compute @workgroup_size(WG)
@@ -41,7 +45,7 @@ fn main(
     }
     let h = (g % per_token) / half;
     let i = g % half;
-    let sc = sincos(rope_theta(state.pos + t, i, p.theta_scale));
+    let sc = sincos(rope_theta(state.pos + t, i, p.theta_scale) / factors[i] * p.freq_scale) * p.mscale;
     let s = sc.x;
     let c = sc.y;
     let i0 = select(2u * i, i, p.neox != 0u);

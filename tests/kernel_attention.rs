@@ -11,7 +11,8 @@ mod kernel_support;
 use fuselm::gguf::{f16_to_f32, f32_to_f16};
 use fuselm::gpu::GpuContext;
 use fuselm::kernels::{
-    Advance, Attention, AttentionMask, AttentionShape, KvFormat, KvStore, Rope, RopeStyle,
+    Advance, Attention, AttentionMask, AttentionShape, KvFormat, KvStore, Rope, RopeExtension,
+    RopeStyle,
 };
 use fuselm::reference;
 use kernel_support::*;
@@ -66,7 +67,18 @@ async fn rope_cases() {
                     state(&ctx, pos0, n_tokens as u32),
                 );
                 let call = kernel
-                    .bind(&ctx, &s, n_rot, base, style, &st, &qb, &kb, n_tokens as u32)
+                    .bind(
+                        &ctx,
+                        &s,
+                        n_rot,
+                        base,
+                        RopeExtension::NONE,
+                        style,
+                        &st,
+                        &qb,
+                        &kb,
+                        n_tokens as u32,
+                    )
                     .expect("bind");
                 run(&ctx, |pass| {
                     call.record(pass, n_tokens as u32).expect("record")
@@ -97,6 +109,83 @@ async fn rope_cases() {
     }
 }
 gpu_test!(rope_both_styles_match_llama_cpp, rope_cases);
+
+/// RoPE with frequency factors (Llama 3, Phi-3's LongRoPE), linear scaling and an attention
+/// factor against the CPU reference.
+async fn rope_extension_cases() {
+    let ctx = context().await;
+    let kernel = Rope::new(&ctx).await.expect("pipeline");
+    let (s, n_rot, base) = (shape(4, 2, 32, 1), 32u32, 500_000.0f32);
+    let factors: Vec<f32> = (0..n_rot / 2)
+        .map(|i| 1.0 + (i % 5) as f32 * 1.75)
+        .collect();
+    let fb = buffer_f32(&ctx, &factors);
+    let mut seed = 100;
+    for style in [RopeStyle::Normal, RopeStyle::Neox] {
+        for (pos0, n_tokens) in [(3u32, 2usize), (4000, 1)] {
+            seed += 1;
+            let mut rng = Rng::new(seed);
+            let (qr, kr) = (s.q_row() as usize, s.kv_row() as usize);
+            let (q, k) = (rng.vec(qr * n_tokens, 2.0), rng.vec(kr * n_tokens, 2.0));
+            let (qb, kb, st) = (
+                buffer_f32(&ctx, &q),
+                buffer_f32(&ctx, &k),
+                state(&ctx, pos0, n_tokens as u32),
+            );
+            let ext = RopeExtension {
+                factors: Some(&fb),
+                freq_scale: 0.25,
+                mscale: 1.19,
+            };
+            let call = kernel
+                .bind(
+                    &ctx,
+                    &s,
+                    n_rot,
+                    base,
+                    ext,
+                    style,
+                    &st,
+                    &qb,
+                    &kb,
+                    n_tokens as u32,
+                )
+                .expect("bind");
+            run(&ctx, |pass| {
+                call.record(pass, n_tokens as u32).expect("record")
+            });
+            let scale = reference::RopeScale {
+                factors: Some(&factors),
+                freq_scale: 0.25,
+                mscale: 1.19,
+            };
+            let neox = style == RopeStyle::Neox;
+            let hd = s.head_dim as usize;
+            for (name, x, b, row) in [("q", &q, &qb, qr), ("k", &k, &kb, kr)] {
+                let mut want = x.clone();
+                for (t, xt) in want.chunks_mut(row).enumerate() {
+                    reference::rope_scaled(
+                        xt,
+                        hd,
+                        n_rot as usize,
+                        pos0 + t as u32,
+                        base,
+                        neox,
+                        scale,
+                    );
+                }
+                assert_close(
+                    &format!("rope extension {style:?} pos={pos0} {name}"),
+                    &read_f32(&ctx, b, x.len()).await,
+                    &want,
+                    3e-6,
+                    0.0,
+                );
+            }
+        }
+    }
+}
+gpu_test!(rope_extension_matches_reference, rope_extension_cases);
 
 /// Head-major cache index of (kv head, position, dim).
 fn cache_index(s: &AttentionShape, h: usize, pos: usize, d: usize) -> usize {
@@ -338,8 +427,19 @@ async fn chained_steps() {
         );
         let nt = n as u32;
         calls.push((
-            rope.bind(&ctx, &s, 16, base, RopeStyle::Normal, &st, &qb, &kb, nt)
-                .expect("rope"),
+            rope.bind(
+                &ctx,
+                &s,
+                16,
+                base,
+                RopeExtension::NONE,
+                RopeStyle::Normal,
+                &st,
+                &qb,
+                &kb,
+                nt,
+            )
+            .expect("rope"),
             store
                 .bind(&ctx, &s, &st, &kb, &vb, &kc, &vc, nt)
                 .expect("store"),

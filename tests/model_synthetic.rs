@@ -102,9 +102,10 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
         (
             // GQA 6:2: a context with `KernelTuning::attention_heads_per_group` 3 gives
             // fused_attention 3 query heads per workgroup (the default rule keeps 1 at this size).
-            "qwen2: Q/K/V biases, NeoX RoPE, GQA 6:2",
+            "qwen2: Q/K/V biases, NeoX RoPE with Llama 3 frequency factors, GQA 6:2",
             SyntheticSpec {
                 arch: "qwen2",
+                rope_freqs: true,
                 n_layers: 2,
                 n_embd: 192,
                 n_head: 6,
@@ -115,9 +116,11 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
             },
         ),
         (
-            "qwen3: per-head Q/K norms",
+            // RoPE with frequency factors where fused_attention rotates (after the Q/K norms).
+            "qwen3: per-head Q/K norms, RoPE frequency factors",
             SyntheticSpec {
                 arch: "qwen3",
+                rope_freqs: true,
                 n_layers: 2,
                 n_head: 8,
                 n_head_kv: 2,
@@ -128,9 +131,11 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
         ),
         (
             // 6 layers: 0..4 attend over an 8-position window (the prompt crosses it), 5 is global.
-            "gemma3: Q/K and post norms, GeGLU, scaled embedding, sliding windows",
+            // Linear RoPE scaling 8 on the global layer only, as Gemma 3 4B declares it.
+            "gemma3: Q/K and post norms, GeGLU, scaled embedding, sliding windows, linear RoPE scaling",
             SyntheticSpec {
                 arch: "gemma3",
+                rope_scaling_linear: Some(8.0),
                 n_layers: 6,
                 n_ff: 256,
                 n_head: 4,
@@ -143,9 +148,12 @@ fn specs() -> Vec<(&'static str, SyntheticSpec)> {
         (
             // Phi-3-mini's width and heads (3072, 32 × 96): the fused kernels keep a residual
             // of 12 KiB in workgroup memory (their limit was 2048 wide before).
-            "phi3: fused QKV and gate/up, 3072 wide, 32 heads, untied head",
+            // LongRoPE: nCtx 64 is beyond the original 32 positions, so the long factors and
+            // the attention factor apply.
+            "phi3: fused QKV and gate/up, 3072 wide, 32 heads, untied head, LongRoPE",
             SyntheticSpec {
                 arch: "phi3",
+                long_rope: Some(32),
                 n_layers: 1,
                 n_embd: 3072,
                 n_ff: 256,
@@ -256,7 +264,10 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
             .expect("fused kernels run every architecture");
         // The megakernel runs llama-family blocks (the others get a typed error) that fit its
         // one workgroup's memory (wider ones get a typed limit).
-        let llama_blocks = spec.arch == "llama" || spec.arch == "phi3";
+        let llama_blocks = (spec.arch == "llama" || spec.arch == "phi3")
+            && !spec.rope_freqs
+            && spec.long_rope.is_none()
+            && spec.rope_scaling_linear.is_none();
         let mega = match gpu.prepare_strategy(Strategy::Megakernel).await {
             Ok(_) => true,
             Err(e) if llama_blocks => {

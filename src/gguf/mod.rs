@@ -64,7 +64,7 @@ pub use f16::{bf16_to_f32, f16_to_f32, f32_to_f16};
 pub use metadata::{Metadata, MetadataArray, MetadataValue, ValueType};
 pub use model_config::{
     layer_tensor, FfnActivation, ModelConfig, RopeScaling, RopeStyle, SlidingWindow, FUSED_QKV,
-    LAYER_TENSORS,
+    LAYER_TENSORS, ROPE_FACTORS_LONG, ROPE_FACTORS_SHORT, ROPE_FREQS,
 };
 pub use quantize::{
     quantize_bf16, quantize_q2_k, quantize_q3_k, quantize_q4_0, quantize_q4_1, quantize_q4_k,

@@ -80,6 +80,12 @@ pub struct ModelConfig {
     pub attn_output_bias: bool,
     /// A `rope_freqs.weight` tensor (llama 3.1 frequency factors, `[rope_dims / 2]`) exists.
     pub rope_freqs: bool,
+    /// Phi-3's LongRoPE: `rope_factors_long.weight` and `rope_factors_short.weight` exist
+    /// (`[rope_dims / 2]` each); this is the context length above which the long ones apply
+    /// (`{arch}.rope.scaling.original_context_length`, else the training context).
+    pub long_rope: Option<u32>,
+    /// `{arch}.rope.scaling.attn_factor`: cos and sin are multiplied by it (1 if absent).
+    pub rope_attn_factor: f32,
     /// Per-head RMS norms of Q and K before RoPE (`attn_q_norm`, `attn_k_norm`, `[head_dim]`):
     /// qwen3 and gemma3.
     pub qk_norm: bool,
@@ -110,6 +116,12 @@ pub const LAYER_TENSORS: [&str; 9] = [
     "ffn_up.weight",
     "ffn_down.weight",
 ];
+
+/// RoPE frequency factors of Llama 3.x (`[rope_dims / 2]`, dividing each pair's angle).
+pub const ROPE_FREQS: &str = "rope_freqs.weight";
+/// Phi-3 LongRoPE's factors for contexts beyond the original length, and within it.
+pub const ROPE_FACTORS_LONG: &str = "rope_factors_long.weight";
+pub const ROPE_FACTORS_SHORT: &str = "rope_factors_short.weight";
 
 /// A stored per-layer tensor that holds several logical ones (phi3's `attn_qkv`).
 pub const FUSED_QKV: &str = "attn_qkv.weight";
@@ -148,6 +160,16 @@ impl ModelConfig {
         match self.sliding_window {
             Some(sw) if (il + 1) % sw.pattern != 0 => (Some(sw.window), sw.rope_freq_base),
             _ => (None, self.rope_freq_base),
+        }
+    }
+
+    /// The RoPE angle scale of layer `il`: [`rope_freq_scale`](Self::rope_freq_scale) on
+    /// global layers, 1 on sliding-window ones (llama.cpp: Gemma 3's local layers keep their own
+    /// base and no scaling); 1 where the scaling is not implemented (the model is refused).
+    pub fn layer_rope_scale(&self, il: u32) -> f32 {
+        match self.layer_attention(il) {
+            (Some(_), _) => 1.0,
+            (None, _) => self.rope_freq_scale().unwrap_or(1.0),
         }
     }
 
@@ -258,6 +280,19 @@ impl ModelConfig {
         };
 
         let layer_has = |suffix: &str| g.tensor(&layer_tensor(0, suffix)).is_some();
+        let long_rope = (g.tensor(ROPE_FACTORS_LONG).is_some()
+            || g.tensor(ROPE_FACTORS_SHORT).is_some())
+        .then(|| {
+            rope_scaling
+                .as_ref()
+                .and_then(|r| r.original_context_length)
+                .unwrap_or(context_length)
+        });
+        let attn_key = k("rope.scaling.attn_factor");
+        let rope_attn_factor = match md.opt(&attn_key, |m, key| m.get_f32(key))? {
+            Some(v) => positive_f32(&attn_key, v)?,
+            None => 1.0,
+        };
         // llama.cpp (LLM_ARCH_PHI3) loads attn_qkv when present, else separate Q/K/V; its FFN
         // is always one up matrix of 2 n_ff rows (gate first). Its sliding window is ignored
         // there ("Phi SWA is currently disabled"), so it is here.
@@ -281,7 +316,9 @@ impl ModelConfig {
             tied_output: g.tensor("output.weight").is_none(),
             qkv_bias: arch == "qwen2" || layer_has("attn_q.bias"),
             attn_output_bias: layer_has("attn_output.bias"),
-            rope_freqs: g.tensor("rope_freqs.weight").is_some(),
+            rope_freqs: g.tensor(ROPE_FREQS).is_some(),
+            long_rope,
+            rope_attn_factor,
             qk_norm: arch == "qwen3" || gemma,
             post_norms: gemma,
             ffn_activation: if gemma {
@@ -297,6 +334,44 @@ impl ModelConfig {
         cfg.qkv_bias |= layer_has("attn_k.bias") || layer_has("attn_v.bias");
         cfg.validate_tensors(g)?;
         Ok(cfg)
+    }
+
+    /// The angle scale of RoPE (`freq_scale`, llama.cpp's `rope_freq_scale_train`): 1 /
+    /// factor for linear scaling, 1 without scaling. Sliding-window layers keep 1
+    /// ([`layer_attention`](Self::layer_attention)). `None` for a scaling type the kernels do
+    /// not implement (YaRN and others: they change the angles by more than a scale).
+    pub fn rope_freq_scale(&self) -> Option<f32> {
+        match &self.rope_scaling {
+            None => Some(1.0),
+            Some(s) if s.kind == "linear" => Some(1.0 / s.factor),
+            Some(_) => None,
+        }
+    }
+
+    /// The frequency-factor tensor RoPE divides each pair's angle by for a KV cache of
+    /// `n_ctx` positions: Llama 3's `rope_freqs`, or Phi-3's long factors when `n_ctx` is
+    /// beyond the original context (llama.cpp chooses by the context size too) and its short
+    /// ones otherwise; `None` without factors.
+    pub fn rope_factors_tensor(&self, n_ctx: u32) -> Option<&'static str> {
+        if self.rope_freqs {
+            return Some(ROPE_FREQS);
+        }
+        self.long_rope.map(|original| {
+            if n_ctx > original {
+                ROPE_FACTORS_LONG
+            } else {
+                ROPE_FACTORS_SHORT
+            }
+        })
+    }
+
+    /// Whether RoPE here is more than `pos * base^(-2i / n_rot)`: frequency factors, a
+    /// scaled angle or an attention factor.
+    pub fn rope_extended(&self) -> bool {
+        self.rope_freqs
+            || self.long_rope.is_some()
+            || self.rope_attn_factor != 1.0
+            || self.rope_scaling.is_some()
     }
 
     /// The logical tensors a stored per-layer tensor holds, by rows: `(suffix, first row,
@@ -369,11 +444,13 @@ impl ModelConfig {
         let q = u64::from(self.n_head) * u64::from(self.head_dim);
         let kv = u64::from(self.n_head_kv) * u64::from(self.head_dim);
         f("token_embd.weight".into(), vec![e, v])?;
+        let pairs = vec![u64::from(self.rope_dims / 2)];
         if self.rope_freqs {
-            f(
-                "rope_freqs.weight".into(),
-                vec![u64::from(self.rope_dims / 2)],
-            )?;
+            f(ROPE_FREQS.into(), pairs.clone())?;
+        }
+        if self.long_rope.is_some() {
+            f(ROPE_FACTORS_LONG.into(), pairs.clone())?;
+            f(ROPE_FACTORS_SHORT.into(), pairs)?;
         }
         let matrices = self.stored_layer_matrices();
         for i in 0..self.n_layers {

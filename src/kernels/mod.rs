@@ -83,7 +83,7 @@ pub use kv_store::{KvStore, KvStoreCall};
 pub use matmul::{MatMul, MatMulCall};
 pub use matvec::{MatVec, MatVecCall};
 pub use rms_norm::{RmsNorm, RmsNormCall, RmsRows};
-pub use rope::{Rope, RopeCall, RopeStyle};
+pub use rope::{Rope, RopeCall, RopeExtension, RopeStyle};
 pub use sample::{HeadLogits, HeadLogitsCall, SampleCall, SampleChoose, SampleSelect};
 pub use state::{Advance, AdvanceCall, DecodeState};
 pub use swiglu::{ElementwiseCall, SwiGlu, SwiGluCall};

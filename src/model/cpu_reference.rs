@@ -8,7 +8,8 @@ use crate::gguf::{
     RopeStyle,
 };
 use crate::reference::{
-    add, argmax, geglu, matmul, rms_norm, rope, swiglu, windowed_attention, AttentionShape,
+    add, argmax, geglu, matmul, rms_norm, rope_scaled, swiglu, windowed_attention, AttentionShape,
+    RopeScale,
 };
 
 /// A dequantized weight and the type it was stored in (which decides how llama.cpp rounds the
@@ -164,6 +165,9 @@ pub struct CpuReferenceModel {
     /// Per layer, `[pos, n_head_kv * head_dim]` rows for K and for V.
     k_cache: Vec<Vec<f32>>,
     v_cache: Vec<Vec<f32>>,
+    /// The RoPE frequency factors of the context size this model was made for
+    /// ([`ModelConfig::rope_factors_tensor`]).
+    rope_factors: Option<Vec<f32>>,
 }
 
 fn load(g: &Gguf, file: &[u8], name: &str) -> Result<Vec<f32>> {
@@ -251,8 +255,21 @@ fn add_bias(x: &mut [f32], bias: &Option<Vec<f32>>) {
 }
 
 impl CpuReferenceModel {
+    /// The model for the GPU path's default context size, min(training context, 2048)
+    /// (which picks Phi-3's LongRoPE factors).
     pub fn from_gguf(g: &Gguf, file: &[u8]) -> Result<Self> {
         let config = ModelConfig::from_gguf(g)?;
+        Self::from_gguf_ctx(g, file, config.context_length.min(2048))
+    }
+
+    /// The model for a KV cache of `n_ctx` positions (it picks Phi-3's long or short RoPE
+    /// factors; nothing else depends on it).
+    pub fn from_gguf_ctx(g: &Gguf, file: &[u8], n_ctx: u32) -> Result<Self> {
+        let config = ModelConfig::from_gguf(g)?;
+        let rope_factors = match config.rope_factors_tensor(n_ctx) {
+            Some(name) => Some(load(g, file, name)?),
+            None => None,
+        };
         let mut layers = Vec::new();
         for i in 0..config.n_layers {
             let name = |s: &str| format!("blk.{i}.{s}");
@@ -304,6 +321,7 @@ impl CpuReferenceModel {
             layers,
             k_cache: vec![Vec::new(); n_layers],
             v_cache: vec![Vec::new(); n_layers],
+            rope_factors,
             config,
         })
     }
@@ -364,10 +382,15 @@ impl CpuReferenceModel {
             if let Some(w) = &layer.k_norm {
                 k = rms_norm(&k, w, c.rms_eps);
             }
+            let scale = RopeScale {
+                factors: self.rope_factors.as_deref(),
+                freq_scale: c.layer_rope_scale(l as u32),
+                mscale: c.rope_attn_factor,
+            };
             for (t, (qt, kt)) in q.chunks_mut(q_dim).zip(k.chunks_mut(kv_dim)).enumerate() {
                 let pos = (pos0 + t) as u32;
-                rope(qt, head_dim, n_rot, pos, freq_base, neox);
-                rope(kt, head_dim, n_rot, pos, freq_base, neox);
+                rope_scaled(qt, head_dim, n_rot, pos, freq_base, neox, scale);
+                rope_scaled(kt, head_dim, n_rot, pos, freq_base, neox, scale);
             }
             nm.f16(&mut k);
             nm.f16(&mut v);

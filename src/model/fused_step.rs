@@ -61,7 +61,13 @@ pub struct VectorArena {
 }
 
 impl VectorArena {
-    pub fn build<'w>(ctx: &GpuContext, weights: &'w ModelWeights) -> Self {
+    /// `rope_factors`: the RoPE frequency factors the model's KV cache size uses, if any
+    /// (placed once, every layer pointing at it).
+    pub fn build<'w>(
+        ctx: &GpuContext,
+        weights: &'w ModelWeights,
+        rope_factors: Option<&'w wgpu::Buffer>,
+    ) -> Self {
         let mut copies: Vec<(&'w wgpu::Buffer, u64)> = Vec::new();
         let mut end = 0u64; // floats
         let mut place = |b: Option<&'w wgpu::Buffer>| -> u32 {
@@ -71,6 +77,7 @@ impl VectorArena {
             end += (b.size() / 4).div_ceil(4) * 4;
             off as u32
         };
+        let rope = place(rope_factors);
         let mut layers: Vec<LayerVectors> = Vec::with_capacity(weights.layers.len());
         for w in &weights.layers {
             let e = &w.extra;
@@ -90,6 +97,7 @@ impl VectorArena {
                 post_attn_norm: place(e.post_attn_norm.as_ref()),
                 post_ffn_norm: place(e.post_ffn_norm.as_ref()),
                 incoming_norm: layers.last().map_or(NO_VECTOR, |l| l.post_ffn_norm),
+                rope_factors: rope,
             });
         }
         let buffer = storage(ctx, "fused vector arena", end * 4);
@@ -251,7 +259,7 @@ impl FusedDecode {
                 .arch
                 .post_norms
                 .then(|| storage(ctx, "fused residual", s.residual_len() * 4)),
-            vectors: VectorArena::build(ctx, weights),
+            vectors: VectorArena::build(ctx, weights, weights.rope_factors_for(config, acts.n_ctx)),
         };
         // The layers' residual stream: embed writes it, every fused_ffn_down rewrites it.
         let x = buffers.resid.as_ref().unwrap_or(&acts.x);
@@ -307,9 +315,11 @@ impl FusedDecode {
                 scale: config.attention_scale,
                 window,
                 rope_freq_base,
+                rope_freq_scale: config.layer_rope_scale(l as u32),
+                rope_mscale: config.rope_attn_factor,
             };
             let fq = [w.wq.format, w.wk.format, w.wv.format];
-            qkv_p.push(qkv_k[&fq].params(ctx, vecs, lv, rope_freq_base)?);
+            qkv_p.push(qkv_k[&fq].params(ctx, vecs, lv, &attention)?);
             att_p.push(att_k[&w.wo.format].params(ctx, vecs, lv, &attention)?);
             up_p.push(up_k[&[w.w_gate.format, w.w_up.format]].params(ctx, vecs, lv)?);
         }

@@ -3,7 +3,7 @@
 use crate::error::{FuselmError, Result};
 use crate::gguf::{
     dequantize_tensor, layer_tensor, Gguf, GgufError, ModelConfig, TensorInfo, FUSED_QKV,
-    LAYER_TENSORS,
+    LAYER_TENSORS, ROPE_FACTORS_LONG, ROPE_FACTORS_SHORT, ROPE_FREQS,
 };
 use crate::gpu::GpuContext;
 use crate::kernels::{GpuWeight, LayerStacks};
@@ -88,6 +88,10 @@ pub struct ModelWeights {
     pub output: Option<GpuWeight>,
     /// Which layer matrices are stacked across layers ([`ModelWeights::stack_layers`]).
     pub stacks: LayerStacks,
+    /// RoPE frequency factors by tensor name (Llama 3's `rope_freqs`, Phi-3's long and
+    /// short), `[rope_dims / 2]` f32 each; [`ModelConfig::rope_factors_tensor`] says which
+    /// one a context uses.
+    pub rope_factors: Vec<(&'static str, wgpu::Buffer)>,
 }
 
 /// A tensor on the GPU as the loader uploads it: norms as f32 vectors, everything else as
@@ -97,9 +101,11 @@ pub enum UploadedTensor {
     Vector(wgpu::Buffer),
 }
 
-/// Whether `name` is a norm weight or a bias (uploaded as an f32 vector).
+/// Whether `name` is a norm weight, a bias or RoPE factors (uploaded as an f32 vector).
 pub fn is_vector(name: &str) -> bool {
-    name.ends_with("norm.weight") || name.ends_with(".bias")
+    name.ends_with("norm.weight")
+        || name.ends_with(".bias")
+        || [ROPE_FREQS, ROPE_FACTORS_LONG, ROPE_FACTORS_SHORT].contains(&name)
 }
 
 /// Whether the forward pass of `config` uses the tensor `name` (others are skipped on load).
@@ -109,6 +115,12 @@ pub fn is_model_tensor(name: &str, config: &ModelConfig) -> bool {
         "token_embd.weight" | "output_norm.weight" | "output.weight"
     ) {
         return true;
+    }
+    if name == ROPE_FREQS {
+        return config.rope_freqs;
+    }
+    if name == ROPE_FACTORS_LONG || name == ROPE_FACTORS_SHORT {
+        return config.long_rope.is_some();
     }
     let Some((layer, role)) = name.strip_prefix("blk.").and_then(|r| r.split_once('.')) else {
         return false;
@@ -197,25 +209,19 @@ pub fn upload_tensor_parts(
 }
 
 impl ModelWeights {
-    /// Refuses model features the GPU path does not implement yet (the per-operation step and
-    /// the fused kernels implement every switch of `ModelConfig` but RoPE frequency factors and
-    /// RoPE context scaling). Refusing
-    /// beats rotating wrongly: Gemma 3 4B and larger declare linear scaling for their global
-    /// layers, and running them without it would give fluent-looking wrong output.
+    /// Refuses model features the GPU path does not implement yet: RoPE scaling other than
+    /// linear (YaRN changes the angles by more than a scale). Frequency factors (Llama 3,
+    /// Phi-3's LongRoPE), linear scaling (Gemma 3 4B+) and an attention factor are
+    /// implemented. Refusing beats rotating wrongly: the output would look fluent and be wrong.
     pub fn check_supported(config: &ModelConfig) -> Result<()> {
-        if config.rope_freqs {
-            return Err(FuselmError::UnsupportedModel(format!(
-                "architecture {}: the GPU kernels do not implement RoPE frequency factors \
-                 (rope_freqs.weight) yet",
-                config.arch
-            )));
-        }
-        if let Some(s) = &config.rope_scaling {
-            return Err(FuselmError::UnsupportedModel(format!(
-                "architecture {}: the GPU kernels do not implement RoPE context scaling yet \
-                 ({}.rope.scaling.type {}, factor {})",
-                config.arch, config.arch, s.kind, s.factor
-            )));
+        if config.rope_freq_scale().is_none() {
+            if let Some(s) = &config.rope_scaling {
+                return Err(FuselmError::UnsupportedModel(format!(
+                    "architecture {}: the GPU kernels implement linear RoPE scaling and \
+                     frequency factors, not {}.rope.scaling.type {} (factor {})",
+                    config.arch, config.arch, s.kind, s.factor
+                )));
+            }
         }
         Ok(())
     }
@@ -290,6 +296,16 @@ impl ModelWeights {
         }
         let tok_embd = as_matrix("token_embd.weight", &mut get)?;
         let output_norm = as_vector("output_norm.weight", &mut get)?;
+        let mut rope_factors = Vec::new();
+        for (name, present) in [
+            (ROPE_FREQS, config.rope_freqs),
+            (ROPE_FACTORS_LONG, config.long_rope.is_some()),
+            (ROPE_FACTORS_SHORT, config.long_rope.is_some()),
+        ] {
+            if present {
+                rope_factors.push((name, as_vector(name, &mut get)?));
+            }
+        }
         let output = match take("output.weight")? {
             Some(UploadedTensor::Matrix(w)) => Some(w),
             Some(UploadedTensor::Vector(_)) => return Err(not_a("output.weight", "matrix")),
@@ -301,6 +317,7 @@ impl ModelWeights {
             output_norm,
             output,
             stacks: LayerStacks::default(),
+            rope_factors,
         })
     }
 
@@ -329,6 +346,15 @@ impl ModelWeights {
             stacks.stride_rows[role] = GpuWeight::stack(ctx, label, &mut ws).unwrap_or(0);
         }
         self.stacks = stacks;
+    }
+
+    /// The RoPE factors a KV cache of `n_ctx` positions uses, if the model has any.
+    pub fn rope_factors_for(&self, config: &ModelConfig, n_ctx: u32) -> Option<&wgpu::Buffer> {
+        let name = config.rope_factors_tensor(n_ctx)?;
+        self.rope_factors
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, b)| b)
     }
 
     pub fn head(&self) -> &GpuWeight {

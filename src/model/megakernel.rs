@@ -76,6 +76,9 @@ pub fn mega_shape(config: &ModelConfig, n_ctx: u32) -> Result<MegaShape> {
     if c.sliding_window.is_some() {
         unsupported.push("sliding-window attention");
     }
+    if c.rope_extended() {
+        unsupported.push("RoPE scaling or frequency factors");
+    }
     if !unsupported.is_empty() {
         return Err(FuselmError::UnsupportedModel(format!(
             "the megakernel runs llama-family blocks; architecture {} has {} (use fused or \

@@ -14,7 +14,8 @@ use crate::gpu::GpuContext;
 use crate::kernels::{
     Add, AddCall, Attention, AttentionCall, AttentionMask, AttentionShape, Embed, EmbedCall,
     GpuWeight, KvFormat, KvStore, KvStoreCall, MatMul, MatMulCall, MatVec, MatVecCall, RmsNorm,
-    RmsNormCall, RmsRows, Rope, RopeCall, RopeStyle, SwiGlu, SwiGluCall, WeightFormat,
+    RmsNormCall, RmsRows, Rope, RopeCall, RopeExtension, RopeStyle, SwiGlu, SwiGluCall,
+    WeightFormat,
 };
 use std::collections::HashMap;
 
@@ -155,6 +156,8 @@ struct Binder<'a> {
     a: &'a Activations,
     batched: bool,
     max_tokens: u32,
+    /// The RoPE frequency factors this KV cache's size uses, if the model has any.
+    rope_factors: Option<&'a wgpu::Buffer>,
 }
 
 impl Binder<'_> {
@@ -257,6 +260,11 @@ impl Binder<'_> {
                 shape,
                 c.rope_dims,
                 freq_base,
+                RopeExtension {
+                    factors: self.rope_factors,
+                    freq_scale: c.layer_rope_scale(l as u32),
+                    mscale: c.rope_attn_factor,
+                },
                 style,
                 &a.state,
                 &a.q,
@@ -332,6 +340,7 @@ impl Step {
             a: acts,
             batched: kind != StepKind::Decode,
             max_tokens,
+            rope_factors: weights.rope_factors_for(config, acts.n_ctx),
         };
         let shape = attention_shape(config, acts.n_ctx);
         let layers = weights

@@ -40,6 +40,12 @@ pub struct SyntheticSpec {
     pub head_dim: Option<u64>,
     /// The sliding window of gemma3 models (default [`SYNTHETIC_WINDOW`]).
     pub window: Option<u32>,
+    /// Writes `rope_freqs.weight` (Llama 3's RoPE frequency factors: 1 for the fastest pairs
+    /// up to 8 for the slowest, as Llama 3.1's rule gives).
+    pub rope_freqs: bool,
+    /// Writes Phi-3's LongRoPE factors (`rope_factors_long/short.weight`) with this original
+    /// context length, and `rope.scaling.attn_factor` 1.19.
+    pub long_rope: Option<u32>,
     /// Per-role formats as llama.cpp's Q4_K_M mix picks them (overrides `matrix_types`,
     /// `embedding_type`; see [`q4_k_m_type`]).
     pub q4_k_m: bool,
@@ -64,6 +70,8 @@ impl Default for SyntheticSpec {
             head_dim: None,
             window: None,
             q4_k_m: false,
+            rope_freqs: false,
+            long_rope: None,
         }
     }
 }
@@ -265,6 +273,10 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
         w.add_str(&key("rope.scaling.type"), "linear");
         w.add_f32(&key("rope.scaling.factor"), factor);
     }
+    if let Some(original) = spec.long_rope {
+        w.add_u32(&key("rope.scaling.original_context_length"), original);
+        w.add_f32(&key("rope.scaling.attn_factor"), 1.19);
+    }
     if arch == "gemma3" {
         if spec.head_dim.is_none() {
             w.add_u32(&key("attention.key_length"), head_dim as u32);
@@ -358,6 +370,21 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
         spec.embedding_type
     };
     matrix(&mut rng, &mut w, "token_embd.weight", embedding_type, e, v);
+    // RoPE factors, one per rotated pair: from 1 (fast pairs) to 8 (slow ones), as Llama 3.1's
+    // rule spreads them; LongRoPE's short ones between 1 and 2, its long ones larger.
+    let pairs = head_dim / 2;
+    let ramp = |lo: f32, hi: f32| -> Vec<f32> {
+        (0..pairs)
+            .map(|i| lo + (hi - lo) * i as f32 / (pairs.max(2) - 1) as f32)
+            .collect()
+    };
+    if spec.rope_freqs {
+        w.add_tensor_f32(crate::gguf::ROPE_FREQS, &[pairs], &ramp(1.0, 8.0));
+    }
+    if spec.long_rope.is_some() {
+        w.add_tensor_f32(crate::gguf::ROPE_FACTORS_LONG, &[pairs], &ramp(1.0, 40.0));
+        w.add_tensor_f32(crate::gguf::ROPE_FACTORS_SHORT, &[pairs], &ramp(1.0, 2.0));
+    }
     let phi3 = arch == "phi3";
     for i in 0..spec.n_layers {
         let ty = spec

@@ -19,5 +19,5 @@ pub use attention::{
 pub use elementwise::{add, geglu, gelu_tanh, silu, swiglu};
 pub use linear::{matmul, matvec};
 pub use rms_norm::rms_norm;
-pub use rope::{rope, rope_theta};
+pub use rope::{rope, rope_scaled, rope_theta, RopeScale};
 pub use softmax::softmax;

@@ -7,7 +7,7 @@ use super::limits::{
     single_chunk, ATTENTION_CHUNK, ATTENTION_MAX_BLOCK_ROWS, ATTENTION_MIN_GROUPS,
 };
 use super::shape::{FusedShape, LayerAttention, LayerVectors};
-use super::vectors::{check_vectors, flag_len};
+use super::vectors::{check_vectors, flag_len, NO_VECTOR};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::kernels::attention::KvFormat;
@@ -28,9 +28,12 @@ pub struct AttentionParams {
     eps: f32,
     q_norm_off: u32,
     k_norm_off: u32,
-    _pad: [u32; 2],
+    rope_off: u32,
+    freq_scale: f32,
+    mscale: f32,
+    _pad: [u32; 3],
 }
-const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
+const _: () = assert!(std::mem::size_of::<AttentionParams>() == 48);
 
 /// Dispatch 2: chunked attention + per-chunk output projection → `part` (+ the KV append with
 /// QK_NORM; else `fused_ffn_down` appends, so this kernel only reads the cache). Two
@@ -131,7 +134,16 @@ impl FusedAttention {
     ) -> Result<AttentionParams> {
         let s = &self.shape;
         let qk = flag_len(s.arch.qk_norm, s.head_dim);
-        check_vectors(ctx, vecs, &[(layer.q_norm, qk), (layer.k_norm, qk)])?;
+        let rope = flag_len(layer.rope_factors != NO_VECTOR, s.n_rot / 2);
+        check_vectors(
+            ctx,
+            vecs,
+            &[
+                (layer.q_norm, qk),
+                (layer.k_norm, qk),
+                (layer.rope_factors, rope),
+            ],
+        )?;
         Ok(AttentionParams {
             scale: attention.scale,
             window: attention.window.unwrap_or(0),
@@ -139,7 +151,10 @@ impl FusedAttention {
             eps: s.eps,
             q_norm_off: layer.q_norm,
             k_norm_off: layer.k_norm,
-            _pad: [0; 2],
+            rope_off: layer.rope_factors,
+            freq_scale: attention.rope_freq_scale,
+            mscale: attention.rope_mscale,
+            _pad: [0; 3],
         })
     }
 

@@ -129,11 +129,7 @@ impl FusedFfnUp {
         ix: &LayerIndexing,
     ) -> Result<Self> {
         s.check_device(ctx)?;
-        let lanes = lanes_for(
-            s.n_embd / 8,
-            WORKGROUP,
-            s.tuning.up_lanes.or(s.tuning.lanes),
-        );
+        let lanes = ffn_up_lanes(s);
         let passes = ffn_up_passes(s);
         let x_base = layer_grid(
             ctx,
@@ -281,6 +277,24 @@ impl FusedFfnUp {
         })
     }
 }
+
+/// Lanes per row of `fused_ffn_up`: [`lanes_for`]'s rule, at most [`FFN_UP_MAX_LANES`]. With
+/// RPASS passes every workgroup already holds many rows, so fewer lanes per row leave each lane
+/// more units of x_mid and of the weights in flight. Measured on an H200 (2026-11-27,
+/// bench/results/deployment-shapes-h200-2026-11-27): 64 instead of 128–256 lanes cut the
+/// gate/up dispatch by 11–19% at Phi-3-mini's shape (1,300 → 1,077 µs a step), Llama-3.2-3B's
+/// (1,131 → 948), Gemma 3 1B's (947 → 766) and Qwen2.5-1.5B's (739 → 655), and left
+/// Llama-3.2-1B's (405 → 390) and SmolLM2's (already 64) as they were. `KernelTuning::up_lanes`
+/// (or `lanes`) overrides it for measurements.
+pub fn ffn_up_lanes(s: &FusedShape) -> u32 {
+    match s.tuning.up_lanes.or(s.tuning.lanes) {
+        Some(l) => lanes_for(s.n_embd / 8, WORKGROUP, Some(l)),
+        None => lanes_for(s.n_embd / 8, FFN_UP_MAX_LANES, None),
+    }
+}
+
+/// Most lanes per row of `fused_ffn_up` by default ([`ffn_up_lanes`]).
+pub const FFN_UP_MAX_LANES: u32 = 64;
 
 /// Row passes per workgroup of `fused_ffn_up` (`RPASS`): every workgroup first rebuilds the
 /// residual from the attention partials of `n_embd` floats, so when they are large (a 1B

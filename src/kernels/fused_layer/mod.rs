@@ -63,7 +63,8 @@ pub use attention::{attention_preloads, AttentionParams, FusedAttention, FusedAt
 pub use call::FusedCall;
 pub use ffn_down::{down_rows_per_lane, FusedFfnDown};
 pub use ffn_up::{
-    ffn_up_passes, ffn_up_precombine, FfnUpParams, FusedFfnUp, FusedFfnUpCall, PRECOMBINE_FLOATS,
+    ffn_up_lanes, ffn_up_passes, ffn_up_precombine, FfnUpParams, FusedFfnUp, FusedFfnUpCall,
+    PRECOMBINE_FLOATS,
 };
 pub use lanes::lanes_for;
 pub use limits::{

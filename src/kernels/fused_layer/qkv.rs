@@ -3,7 +3,7 @@
 use super::call::FusedCall;
 use super::lanes::lanes_for;
 use super::limits::WORKGROUP;
-use super::shape::{FusedShape, LayerVectors};
+use super::shape::{FusedShape, LayerAttention, LayerVectors};
 use super::vectors::{check_vectors, flag_len, NO_VECTOR};
 use crate::error::Result;
 use crate::gpu::GpuContext;
@@ -22,7 +22,9 @@ pub struct QkvParams {
     norm_off: u32,
     bias_off: u32,
     pf_off: u32,
-    _pad: [u32; 3],
+    rope_off: u32,
+    freq_scale: f32,
+    mscale: f32,
 }
 const _: () = assert!(std::mem::size_of::<QkvParams>() == 32);
 
@@ -98,7 +100,7 @@ impl FusedQkv {
         ctx: &GpuContext,
         vecs: &wgpu::Buffer,
         layer: &LayerVectors,
-        rope_freq_base: f32,
+        attention: &LayerAttention,
     ) -> Result<QkvParams> {
         let s = &self.shape;
         let pf_off = if s.arch.post_norms {
@@ -107,12 +109,14 @@ impl FusedQkv {
             NO_VECTOR
         };
         let params = QkvParams {
-            theta_scale: s.theta_scale(rope_freq_base),
+            theta_scale: s.theta_scale(attention.rope_freq_base),
             eps: s.eps,
             norm_off: layer.attn_norm,
             bias_off: layer.qkv_bias,
             pf_off,
-            _pad: [0; 3],
+            rope_off: layer.rope_factors,
+            freq_scale: attention.rope_freq_scale,
+            mscale: attention.rope_mscale,
         };
         check_vectors(
             ctx,
@@ -124,6 +128,10 @@ impl FusedQkv {
                     flag_len(s.arch.qkv_bias, s.n_q() + 2 * s.n_kv()),
                 ),
                 (pf_off, flag_len(pf_off != NO_VECTOR, s.n_embd)),
+                (
+                    layer.rope_factors,
+                    flag_len(layer.rope_factors != NO_VECTOR, s.n_rot / 2),
+                ),
             ],
         )?;
         Ok(params)

@@ -40,6 +40,8 @@ pub struct LayerVectors {
     pub post_ffn_norm: u32,
     /// The previous layer's `post_ffn_norm`: the norm of the delta this layer's input carries.
     pub incoming_norm: u32,
+    /// RoPE frequency factors (`[n_rot / 2]`, the same for every layer).
+    pub rope_factors: u32,
 }
 
 /// One layer's attention settings.
@@ -51,6 +53,10 @@ pub struct LayerAttention {
     pub window: Option<u32>,
     /// RoPE frequency base of this layer.
     pub rope_freq_base: f32,
+    /// RoPE angle scale of this layer (1 / linear scaling factor; 1 on sliding-window layers).
+    pub rope_freq_scale: f32,
+    /// Multiplies RoPE's cos and sin (LongRoPE's attention factor; else 1).
+    pub rope_mscale: f32,
 }
 
 /// The model geometry the fused kernels need.
