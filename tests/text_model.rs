@@ -419,13 +419,14 @@ gpu_test!(
     unsupported_quant_is_refused_at_the_header
 );
 
-/// RoPE context scaling (Gemma 3 4B+ declare linear ×8 for their global layers) is not
-/// implemented on the GPU: such a model is refused with "invalid-model" naming the key, rather
-/// than run with wrong rotations.
+/// RoPE scaling other than linear (YaRN) is not implemented on the GPU: such a model is
+/// refused with "invalid-model" naming the key, rather than run with wrong rotations. (Linear
+/// scaling, Gemma 3 4B+'s, runs: tests/model_synthetic.rs.)
 async fn rope_scaling_is_refused() {
     let spec = SyntheticSpec {
         arch: "gemma3",
         rope_scaling_linear: Some(8.0),
+        rope_scaling_type: Some("yarn"),
         ..SyntheticSpec::default()
     };
     let bytes = synthetic_llama(&spec);
@@ -436,7 +437,7 @@ async fn rope_scaling_is_refused() {
         .expect("refused");
     assert_eq!(err.kind(), ErrorKind::InvalidModel, "{err}");
     assert!(
-        err.to_string().contains("gemma3.rope.scaling.type linear"),
+        err.to_string().contains("gemma3.rope.scaling.type yarn"),
         "{err}"
     );
 }

@@ -33,6 +33,9 @@ pub struct SyntheticSpec {
     pub seed: u64,
     /// `{arch}.rope.scaling.type` "linear" with this factor (as Gemma 3 4B+ declare).
     pub rope_scaling_linear: Option<f32>,
+    /// The scaling type written with `rope_scaling_linear`'s factor ("linear" unless set:
+    /// tests of what is refused use "yarn").
+    pub rope_scaling_type: Option<&'static str>,
     /// Vocabulary size (at least [`SYNTHETIC_VOCAB`]; the tokens past it are never produced
     /// by the tokenizer, they only give the embedding and head a real model's size).
     pub n_vocab: u64,
@@ -66,6 +69,7 @@ impl Default for SyntheticSpec {
             tied: true,
             seed: 7,
             rope_scaling_linear: None,
+            rope_scaling_type: None,
             n_vocab: SYNTHETIC_VOCAB,
             head_dim: None,
             window: None,
@@ -270,7 +274,10 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
     w.add_f32(&key("rope.freq_base"), freq_base);
     w.add_f32(&key("attention.layer_norm_rms_epsilon"), 1e-5);
     if let Some(factor) = spec.rope_scaling_linear {
-        w.add_str(&key("rope.scaling.type"), "linear");
+        w.add_str(
+            &key("rope.scaling.type"),
+            spec.rope_scaling_type.unwrap_or("linear"),
+        );
         w.add_f32(&key("rope.scaling.factor"), factor);
     }
     if let Some(original) = spec.long_rope {
