@@ -7,6 +7,15 @@
 //! Rendering never panics: a template with a syntax error fails in [`ChatTemplate::new`],
 //! one that raises or errors at run time fails in [`ChatTemplate::render`], both as a
 //! typed [`TemplateError`].
+//!
+//! A template is a program from the model file, so a render is bounded: at most
+//! [`TEMPLATE_FUEL`] instructions (minijinja's fuel: a macro that calls itself twice per level,
+//! or loops nested 10⁴ deep, stop with [`TemplateError::Budget`]), [`TEMPLATE_RECURSION`]
+//! levels of nesting, and an output of the caller's size ([`ChatTemplate::render_limited`]:
+//! the text model passes what its context could hold), checked as the output is written
+//! ([`TemplateError::TooLong`]). Not bounded: a string a template doubles with `~` inside
+//! its budget (minijinja concatenates eagerly; 40 doublings ask for a terabyte), which only
+//! the allocator stops.
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Value;
@@ -47,7 +56,27 @@ pub enum TemplateError {
     /// Any other failure while rendering (unknown filter, bad operation, ...).
     #[error("chat template render error: {0}")]
     Render(String),
+    /// The render ran past its instruction budget ([`TEMPLATE_FUEL`]).
+    #[error(
+        "chat template ran past its budget of {fuel} instructions (a template that loops \
+         without end, or a conversation far longer than any context)"
+    )]
+    Budget { fuel: u64 },
+    /// The rendered prompt passed `limit` bytes (more text than the context can hold).
+    #[error("chat template output passed {limit} bytes, more than the context can hold")]
+    TooLong { limit: usize },
 }
+
+/// Instructions one render may execute. A 1,000-message chat through Llama 3's or Qwen's
+/// template takes tens of thousands.
+pub const TEMPLATE_FUEL: u64 = 5_000_000;
+
+/// Nesting a render may reach (minijinja counts loops and conditions 1, macro calls more);
+/// real templates nest a few levels.
+pub const TEMPLATE_RECURSION: usize = 100;
+
+/// The output bound of [`ChatTemplate::render`].
+pub const DEFAULT_MAX_OUTPUT: usize = 64 << 20;
 
 /// The message of a `raise_exception` call, carried as the source of minijinja's error
 /// so that render can tell it apart from template bugs.
@@ -86,6 +115,8 @@ impl ChatTemplate {
             .build()
             .map_err(|e| TemplateError::Syntax(e.to_string()))?;
         env.set_syntax(syntax);
+        env.set_fuel(Some(TEMPLATE_FUEL));
+        env.set_recursion_limit(TEMPLATE_RECURSION);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function(
             "raise_exception",
@@ -106,11 +137,22 @@ impl ChatTemplate {
     }
 
     /// Renders the prompt for `messages`; `add_generation_prompt` appends the opening of
-    /// the assistant's turn.
+    /// the assistant's turn. At most [`DEFAULT_MAX_OUTPUT`] bytes.
     pub fn render(
         &self,
         messages: &[ChatMessage],
         add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
+        self.render_limited(messages, add_generation_prompt, DEFAULT_MAX_OUTPUT)
+    }
+
+    /// [`render`](Self::render) that stops with [`TemplateError::TooLong`] once the output
+    /// passes `max_bytes`.
+    pub fn render_limited(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        max_bytes: usize,
     ) -> Result<String, TemplateError> {
         let template = self
             .env
@@ -126,10 +168,45 @@ impl ChatTemplate {
             bos_token => self.bos_token.as_str(),
             eos_token => self.eos_token.as_str(),
         };
-        template.render(ctx).map_err(|e| match raised_message(&e) {
-            Some(msg) => TemplateError::Raised(msg),
-            None => TemplateError::Render(describe(&e)),
-        })
+        let mut out = Capped {
+            buf: Vec::new(),
+            limit: max_bytes,
+            over: false,
+        };
+        match template.render_captured_to(ctx, &mut out) {
+            Ok(_) => String::from_utf8(out.buf)
+                .map_err(|e| TemplateError::Render(format!("output is not UTF-8: {e}"))),
+            Err(_) if out.over => Err(TemplateError::TooLong { limit: max_bytes }),
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => Err(TemplateError::Budget {
+                fuel: TEMPLATE_FUEL,
+            }),
+            Err(e) => Err(match raised_message(&e) {
+                Some(msg) => TemplateError::Raised(msg),
+                None => TemplateError::Render(describe(&e)),
+            }),
+        }
+    }
+}
+
+/// The render's output, refusing to grow past `limit` bytes.
+struct Capped {
+    buf: Vec<u8>,
+    limit: usize,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len().saturating_add(bytes.len()) > self.limit {
+            self.over = true;
+            return Err(std::io::Error::other("chat template output limit"));
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

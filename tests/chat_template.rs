@@ -123,3 +123,62 @@ cross_test!(
     messages_deserialize_from_json,
     check_messages_deserialize_from_json
 );
+
+/// Hostile templates end in a typed error, bounded in time and output, and leave the template
+/// usable (issue 37): a macro calling itself twice per level for 40 levels (2^40 calls) and
+/// loops nested 10⁴ × 10⁴ run out of their instruction budget; 10⁵ outputs of 10 MB stop at
+/// the output limit after the first; unbounded recursion stops at the nesting limit.
+fn check_hostile_templates_are_bounded() {
+    let budget = |src: &str| {
+        let t = ChatTemplate::new(src, "", "").unwrap_or_else(|e| panic!("{e}"));
+        let start = std::time::Instant::now();
+        let err = t.render(&user("x"), false).unwrap_err();
+        let took = start.elapsed();
+        assert!(took.as_secs() < 120, "{src}: {took:?}");
+        err
+    };
+    // 2^40 calls: the nesting limit stops it (each macro call counts several levels).
+    let exponential = "{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}\
+{% endmacro %}{{ f(40) }}";
+    let e = budget(exponential);
+    assert!(
+        matches!(e, TemplateError::Budget { .. } | TemplateError::Render(_)),
+        "exponential macro: {e}"
+    );
+    // 10^8 calls, 8 deep: the budget stops it.
+    let wide = "{% macro f(n) %}{% for i in range(10) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}\
+{% endfor %}{% endmacro %}{{ f(8) }}";
+    let e = budget(wide);
+    assert!(matches!(e, TemplateError::Budget { .. }), "wide macro: {e}");
+    let nested = "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}";
+    assert!(
+        matches!(budget(nested), TemplateError::Budget { .. }),
+        "nested loops"
+    );
+    let deep = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}";
+    assert!(
+        matches!(budget(deep), TemplateError::Render(_)),
+        "unbounded recursion"
+    );
+    let t = ChatTemplate::new(
+        "{% for i in range(100000) %}{{ 'x' * 10000000 }}{% endfor %}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(
+        t.render_limited(&user("x"), false, 1 << 20).unwrap_err(),
+        TemplateError::TooLong { limit: 1 << 20 }
+    );
+    // Within its limit the same template family renders.
+    let t = ChatTemplate::new("{{ 'ab' * 3 }}{{ messages[0].content }}", "", "").unwrap();
+    assert_eq!(t.render_limited(&user("x"), false, 7).unwrap(), "abababx");
+    assert_eq!(
+        t.render_limited(&user("x"), false, 6).unwrap_err(),
+        TemplateError::TooLong { limit: 6 }
+    );
+}
+cross_test!(
+    hostile_templates_are_bounded,
+    check_hostile_templates_are_bounded
+);

@@ -420,3 +420,37 @@ async fn check_real_smollm2_config() {
     assert!(c.tied_output && !c.qkv_bias);
 }
 cross_test!(async real_smollm2_config, check_real_smollm2_config);
+
+/// Phi-3's LongRoPE as llama.cpp's converter writes it (the original context length without a
+/// scaling type or factor): the long factors for a KV cache beyond the original length, the
+/// short ones within it, and the attention factor; Llama 3's factors whatever the size.
+fn check_rope_factors_follow_the_context() {
+    use fuselm::gguf::{ROPE_FACTORS_LONG, ROPE_FACTORS_SHORT, ROPE_FREQS};
+    use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
+    let phi3 = SyntheticSpec {
+        arch: "phi3",
+        long_rope: Some(32),
+        ..SyntheticSpec::default()
+    };
+    let c = config(&synthetic_llama(&phi3)).unwrap();
+    assert!(c.rope_scaling.is_none(), "{:?}", c.rope_scaling);
+    assert_eq!(c.long_rope, Some(32));
+    assert_eq!(c.rope_attn_factor, 1.19);
+    assert_eq!(c.rope_factors_tensor(64), Some(ROPE_FACTORS_LONG));
+    assert_eq!(c.rope_factors_tensor(32), Some(ROPE_FACTORS_SHORT));
+    assert!(c.rope_extended());
+    let llama3 = SyntheticSpec {
+        rope_freqs: true,
+        ..SyntheticSpec::default()
+    };
+    let c = config(&synthetic_llama(&llama3)).unwrap();
+    assert_eq!(c.rope_factors_tensor(64), Some(ROPE_FREQS));
+    assert_eq!(c.rope_freq_scale(), Some(1.0));
+    let plain = config(&synthetic_llama(&SyntheticSpec::default())).unwrap();
+    assert_eq!(plain.rope_factors_tensor(64), None);
+    assert!(!plain.rope_extended());
+}
+cross_test!(
+    rope_factors_follow_the_context,
+    check_rope_factors_follow_the_context
+);

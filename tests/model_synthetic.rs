@@ -197,7 +197,8 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
         let (name, spec) = specs().swap_remove(index);
         let bytes = synthetic_llama(&spec);
         let gguf = Gguf::parse(&bytes).expect("synthetic GGUF parses");
-        let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
+        // The CPU reference for the GPU's 64-position cache (which picks LongRoPE's factors).
+        let mut cpu = CpuReferenceModel::from_gguf_ctx(&gguf, &bytes, 64).expect("cpu model");
         let vocab = cpu.config.vocab_size as usize;
         // The K-quant model with 32 heads runs fused_qkv with 3 row passes per workgroup and
         // fused_ffn_up with 64 lanes per row and its combine as a dispatch of its own (the
@@ -711,6 +712,7 @@ native_test!(
 /// up from `ffn_up`'s halves by the test's own slicing; zero Q/K/V biases) give the same
 /// logits, on the CPU reference and on the GPU. An order the loader got wrong (gate and up
 /// swapped, K and V swapped) changes them.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 async fn phi3_fused_tensors_equal_split_ones() {
     let spec = SyntheticSpec {
         arch: "phi3",

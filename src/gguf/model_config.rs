@@ -280,14 +280,14 @@ impl ModelConfig {
         };
 
         let layer_has = |suffix: &str| g.tensor(&layer_tensor(0, suffix)).is_some();
+        // llama.cpp's converter writes Phi-3's original context length without a scaling
+        // type or factor (so `rope_scaling` is None): read it on its own.
+        let original_context = md.opt(&k("rope.scaling.original_context_length"), |m, key| {
+            m.get_u32(key)
+        })?;
         let long_rope = (g.tensor(ROPE_FACTORS_LONG).is_some()
             || g.tensor(ROPE_FACTORS_SHORT).is_some())
-        .then(|| {
-            rope_scaling
-                .as_ref()
-                .and_then(|r| r.original_context_length)
-                .unwrap_or(context_length)
-        });
+        .then(|| original_context.unwrap_or(context_length));
         let attn_key = k("rope.scaling.attn_factor");
         let rope_attn_factor = match md.opt(&attn_key, |m, key| m.get_f32(key))? {
             Some(v) => positive_f32(&attn_key, v)?,

@@ -150,7 +150,7 @@ pub fn shape_preset(name: &str, matrix_type: Option<GgmlType>) -> Option<Synthet
 }
 
 /// The format llama.cpp's Q4_K_M gives a tensor (`llama_tensor_get_type`): Q6_K for the
-/// output head and for `attn_v` and `ffn_down` in the first and last eighth of the layers and
+/// output head (and a tied embedding, which is the head) and for `attn_v` and `ffn_down` in the first and last eighth of the layers and
 /// every third between; Q5_K for a fused `attn_qkv`; Q4_K for the rest. `role` is the tensor's
 /// suffix (`attn_v.weight`), `layer` its block.
 pub fn q4_k_m_type(role: &str, layer: u32, n_layers: u32) -> GgmlType {
@@ -216,7 +216,10 @@ fn encode(ty: GgmlType, values: &[f32], k: u64) -> Vec<u8> {
             .collect();
         let parts: Vec<Vec<u8>> = parts
             .into_iter()
-            .map(|h| h.join().unwrap_or_default())
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect();
         parts.concat()
     })
@@ -371,10 +374,11 @@ pub fn synthetic_llama(spec: &SyntheticSpec) -> Vec<u8> {
             ty
         }
     };
-    let embedding_type = if spec.q4_k_m {
-        GgmlType::Q4_K
-    } else {
-        spec.embedding_type
+    // llama.cpp's Q4_K_M: a tied embedding is also the head, so it gets the head's type.
+    let embedding_type = match (spec.q4_k_m, spec.tied) {
+        (true, true) => q4_k_m_type("output.weight", 0, spec.n_layers),
+        (true, false) => GgmlType::Q4_K,
+        (false, _) => spec.embedding_type,
     };
     matrix(&mut rng, &mut w, "token_embd.weight", embedding_type, e, v);
     // RoPE factors, one per rotated pair: from 1 (fast pairs) to 8 (slow ones), as Llama 3.1's

@@ -120,6 +120,8 @@ pub struct TextModel {
     gpu: GpuModel,
     tokenizer: Arc<Tokenizer>,
     template: Option<ChatTemplate>,
+    /// [`Tokenizer::max_token_bytes`], once.
+    max_token_bytes: usize,
 }
 
 const DEFAULT_MAX_TOKENS: u32 = 128;
@@ -161,6 +163,7 @@ impl TextModel {
     ) -> Self {
         Self {
             gpu,
+            max_token_bytes: tokenizer.max_token_bytes(),
             tokenizer: Arc::new(tokenizer),
             template,
         }
@@ -211,7 +214,10 @@ impl TextModel {
                 "a conversation needs at least one message".into(),
             ));
         }
-        let text = template.render(messages, true)?;
+        // Text longer than nCtx tokens of the vocabulary's longest spelling cannot fit: the
+        // render stops there instead of producing (and tokenizing) it all.
+        let limit = (self.gpu.n_ctx() as usize).saturating_mul(self.max_token_bytes);
+        let text = template.render_limited(messages, true, limit)?;
         // A template that writes BOS itself (Gemma's `{{ bos_token }}`) gets no second one, as
         // Hugging Face's apply_chat_template (llama.cpp would add it again, and warns).
         let bos = self.tokenizer.bos_text();

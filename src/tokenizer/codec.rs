@@ -219,6 +219,17 @@ impl Tokenizer {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
+    /// The most bytes of text one token stands for (its spelling in the vocabulary, which is
+    /// at least as long as the text it encodes): `n` tokens cover at most `n` times this.
+    pub fn max_token_bytes(&self) -> usize {
+        (0..self.vocab_size() as u32)
+            .filter_map(|id| self.token_text(id))
+            .map(str::len)
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
     pub fn vocab_size(&self) -> usize {
         self.vocab.len()
     }

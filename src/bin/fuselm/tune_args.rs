@@ -13,6 +13,9 @@ A kernel measurement setting, NAME=VALUE (repeatable); without it every setting 
 measured default (bench/NOTES.md). Each NAME also reads its environment variable when no \
 --tune names it:
   lanes=32|64|128|256       FUSELM_LANES          lanes per row of the fused matrix-vector kernels
+  qkv-passes=1..16          FUSELM_QKV_PASSES     row passes per fused_qkv workgroup
+  up-lanes=32|64|128|256    FUSELM_UP_LANES       lanes per row of fused_ffn_up alone
+  precombine=0|1            FUSELM_PRECOMBINE     fused_ffn_up's attention combine as its own dispatch
   ffn-passes=1..32          FUSELM_FFN_PASSES     row passes per fused_ffn_up workgroup
   down-rpl=1|2|4            FUSELM_DOWN_RPL       rows per lane of fused_ffn_down
   att-groups=1..4096        FUSELM_ATT_GROUPS     workgroups fused_attention aims for (short contexts)

@@ -3,8 +3,9 @@
 
 /// Invocations per workgroup of the fused kernels (`WG`).
 pub const WORKGROUP: u32 = 256;
-/// Largest n_embd of the fused kernels: each lane holds at most `MAX_EMBD / 8 / WORKGROUP`
-/// 8-value units of a row in registers. Below it, what decides is workgroup memory
+/// Largest n_embd of the fused kernels: a bound on the 8-value units of a row each lane holds in
+/// registers (`n_embd / 8 / lanes`: 16 at 8192 wide with fused_ffn_up's 64 lanes). Below it,
+/// what decides is workgroup memory
 /// (`fused_ffn_up` keeps the whole residual there: [`FusedShape::workgroup_bytes`](super::FusedShape::workgroup_bytes)
 /// against the device's `maxComputeWorkgroupStorageSize`).
 pub const MAX_EMBD: u32 = 8192;

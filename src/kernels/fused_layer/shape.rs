@@ -203,17 +203,20 @@ const NONE: u32 = 0xffffffffu;
     /// reductions' scratch (`subgroups`: [`GpuContext::subgroups32`]). Counted as the WGSL
     /// declares them (fused_ffn_up.wgsl, fused_attention.wgsl, reduce_*.wgsl).
     pub fn workgroup_bytes(&self, subgroups: bool) -> [(&'static str, u32); 2] {
+        // WebGPU counts each variable rounded up to 16 bytes.
+        let var = |bytes: u32| bytes.next_multiple_of(16);
         // reduce_subgroup.wgsl: sg_part4 (8 vec4); reduce_shared.wgsl: red4 (256 vec4).
-        let reduce = if subgroups { 8 * 16 } else { 256 * 16 };
-        let ffn_up = self.n_embd * 4 + self.n_head * self.max_chunks() * 4 + 4 + reduce;
+        let reduce = var(if subgroups { 8 * 16 } else { 256 * 16 });
+        let ffn_up =
+            var(self.n_embd * 4) + var(self.n_head * self.max_chunks() * 4) + var(4) + reduce;
         let hg = self.attention_heads_per_group();
         let qkn = if self.arch.qk_norm { self.head_dim } else { 1 };
-        let attention = hg * self.head_dim * 4
-            + WORKGROUP * 16
-            + hg * ATTENTION_CHUNK * 4
-            + 4
-            + 2 * qkn * 4
-            + qkn.div_ceil(4) * 16
+        let attention = var(hg * self.head_dim * 4)
+            + var(WORKGROUP * 16)
+            + var(hg * ATTENTION_CHUNK * 4)
+            + var(4)
+            + 2 * var(qkn * 4)
+            + var(qkn.div_ceil(4) * 16)
             + reduce;
         [("fused_ffn_up", ffn_up), ("fused_attention", attention)]
     }
