@@ -78,6 +78,29 @@ fn a_truncated_model_is_a_clear_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Flags that cannot mean anything are refused before the model is read (issue 37):
+/// `--system` without `--chat`, and `--n-ctx 0` says so rather than running with 1.
+#[test]
+fn meaningless_generate_flags_are_errors() {
+    let model = common::default_model();
+    let model = model.to_str().expect("utf-8 path");
+    let out = fuselm(&[
+        "generate", "--model", model, "--prompt", "hi", "--system", "s",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--chat"), "{stderr}");
+    let out = fuselm(&[
+        "generate", "--model", model, "--prompt", "hi", "--n-ctx", "0",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nCtx must be at least 1, got 0"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn generate_calibrates_and_keeps_the_ids() {
     let dir = std::env::temp_dir().join(format!("fuselm-cli-calibrate-{}", std::process::id()));

@@ -442,3 +442,45 @@ async fn rope_scaling_is_refused() {
     );
 }
 gpu_test!(rope_scaling_refused, rope_scaling_is_refused);
+
+/// A prompt longer than the context could hold is refused by its bytes before it is tokenized
+/// (a raw prompt) or before the chat template renders all of it (issue 37), as
+/// "limit-exceeded", and the model still generates.
+async fn oversized_prompts_are_refused_before_tokenizing() {
+    let mut model = load().await;
+    // The synthetic vocabulary's longest token is `<|im_start|>` (12 bytes).
+    let limit = model.prompt_byte_limit();
+    assert_eq!(limit, N_CTX as usize * 12);
+    let long = "a".repeat(100 * limit);
+    let err = model
+        .encode_prompt(&long, &GenerateOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{err}");
+    assert!(err.to_string().contains("prompt bytes"), "{err}");
+    let chat = GenerateOptions {
+        chat: Some(true),
+        ..GenerateOptions::default()
+    };
+    let err = model.encode_prompt(&long, &chat).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{err}");
+    let short = GenerateOptions {
+        max_tokens: Some(4),
+        ..GenerateOptions::default()
+    };
+    let r = generate(&mut model, "ok", &short).await;
+    assert!(!r.tokens.is_empty());
+    // nCtx 0 names the option instead of becoming 1.
+    let bytes = synthetic_llama(&SyntheticSpec::default());
+    let ctx = GpuContext::new().await.expect("gpu");
+    let zero = LoadOptions {
+        n_ctx: Some(0),
+        ..LoadOptions::default()
+    };
+    let err = TextModel::load(ctx, &bytes, &zero).await.err().expect("refused");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("nCtx must be at least 1, got 0"), "{err}");
+}
+gpu_test!(
+    oversized_prompts_refused,
+    oversized_prompts_are_refused_before_tokenizing
+);

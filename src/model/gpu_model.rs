@@ -54,8 +54,16 @@ const DEFAULT_N_CTX: u32 = 2048;
 const DEFAULT_MAX_BATCH: u32 = 128;
 
 impl LoadOptions {
-    /// KV capacity, prefill batch and KV format of a load of `config`.
-    pub(crate) fn sizes(&self, config: &ModelConfig) -> Sizes {
+    /// KV capacity, prefill batch and KV format of a load of `config`; `nCtx` or `maxBatch`
+    /// of 0 is an error naming the option.
+    pub(crate) fn sizes(&self, config: &ModelConfig) -> Result<Sizes> {
+        for (name, value) in [("nCtx", self.n_ctx), ("maxBatch", self.max_batch)] {
+            if value == Some(0) {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "{name} must be at least 1, got 0"
+                )));
+            }
+        }
         let n_ctx = self
             .n_ctx
             .unwrap_or(config.context_length.min(DEFAULT_N_CTX))
@@ -66,11 +74,11 @@ impl LoadOptions {
         } else {
             KvFormat::F32
         };
-        Sizes {
+        Ok(Sizes {
             n_ctx,
             max_batch,
             kv,
-        }
+        })
     }
 }
 
@@ -146,7 +154,7 @@ impl GpuModel {
         options: &LoadOptions,
     ) -> Result<Self> {
         let config = ModelConfig::from_gguf(gguf)?;
-        check_fit(&ctx, &config, gguf, options.sizes(&config))?;
+        check_fit(&ctx, &config, gguf, options.sizes(&config)?)?;
         // Out-of-memory and validation errors while uploading and binding become a typed error
         // (natively wgpu would otherwise panic; browsers would only log them).
         let scopes = LoadScopes::push(&ctx);
@@ -163,7 +171,7 @@ impl GpuModel {
         options: &LoadOptions,
         scopes: LoadScopes,
     ) -> Result<Self> {
-        let sizes = options.sizes(&config);
+        let sizes = options.sizes(&config)?;
         let planner = Planner::new(options.strategy);
         let built = async {
             let shared = Shared::build(ctx, config, weights, sizes).await?;

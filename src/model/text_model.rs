@@ -7,7 +7,7 @@ use super::gpu_model::{GenerationRequest, GpuModel, LoadOptions};
 use super::stop_text::StopText;
 use super::strategy::Strategy;
 use super::vocab::{chat_template_from, tokenizer_from_gguf};
-use crate::chat_template::{ChatMessage, ChatTemplate};
+use crate::chat_template::{ChatMessage, ChatTemplate, TemplateError};
 use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
 use crate::gpu::GpuContext;
@@ -126,6 +126,11 @@ pub struct TextModel {
 
 const DEFAULT_MAX_TOKENS: u32 = 128;
 
+/// The limit a prompt too long for the context is refused under, before tokenizing: its bytes
+/// against nCtx × the vocabulary's longest token ([`TextModel::prompt_byte_limit`]; `needed`
+/// is at least the rendered bytes for a chat, whose rendering stops at the limit).
+const PROMPT_BYTES_LIMIT: &str = "nCtx (prompt bytes: nCtx x the longest token's bytes)";
+
 impl TextModel {
     /// Parses a whole GGUF file, builds its tokenizer and template, and loads it on `ctx`.
     pub async fn load(ctx: GpuContext, file: &[u8], options: &LoadOptions) -> Result<Self> {
@@ -190,9 +195,24 @@ impl TextModel {
         &mut self.gpu
     }
 
+    /// The most bytes of prompt text that could fit the context: nCtx tokens of the
+    /// vocabulary's longest spelling. Longer text is refused before it is tokenized (or, from a
+    /// chat template, before it is all rendered).
+    pub fn prompt_byte_limit(&self) -> usize {
+        (self.gpu.n_ctx() as usize).saturating_mul(self.max_token_bytes)
+    }
+
     /// The token ids `prompt` becomes under `options` (chat template applied when asked).
     pub fn encode_prompt(&self, prompt: &str, options: &GenerateOptions) -> Result<Vec<u32>> {
         if !options.chat.unwrap_or(false) {
+            let available = self.prompt_byte_limit();
+            if prompt.len() > available {
+                return Err(FuselmError::LimitExceeded {
+                    limit: PROMPT_BYTES_LIMIT,
+                    needed: prompt.len() as u64,
+                    available: available as u64,
+                });
+            }
             return Ok(self.tokenizer.encode(prompt, true, true));
         }
         let mut messages = Vec::new();
@@ -216,8 +236,17 @@ impl TextModel {
         }
         // Text longer than nCtx tokens of the vocabulary's longest spelling cannot fit: the
         // render stops there instead of producing (and tokenizing) it all.
-        let limit = (self.gpu.n_ctx() as usize).saturating_mul(self.max_token_bytes);
-        let text = template.render_limited(messages, true, limit)?;
+        let limit = self.prompt_byte_limit();
+        let text = template
+            .render_limited(messages, true, limit)
+            .map_err(|e| match e {
+                TemplateError::TooLong { limit } => FuselmError::LimitExceeded {
+                    limit: PROMPT_BYTES_LIMIT,
+                    needed: limit as u64 + 1,
+                    available: limit as u64,
+                },
+                e => e.into(),
+            })?;
         // A template that writes BOS itself (Gemma's `{{ bos_token }}`) gets no second one, as
         // Hugging Face's apply_chat_template (llama.cpp would add it again, and warns).
         let bos = self.tokenizer.bos_text();

@@ -22,7 +22,7 @@ pub struct GenerateArgs {
     #[arg(long)]
     chat: bool,
     /// With --chat: a system message instead of the template's default.
-    #[arg(long)]
+    #[arg(long, requires = "chat")]
     system: Option<String>,
     /// Most tokens to generate.
     #[arg(long, default_value_t = 128)]
