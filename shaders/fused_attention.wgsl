@@ -139,11 +139,11 @@ fn rotate(mine: f32, other: f32, d: u32, pos: u32) -> f32 {
         pair = d % (N_ROT / 2u);
         first = d < N_ROT / 2u;
     }
-    var theta = rope_theta(pos, pair, p.theta_scale);
+    var factor = 1.0;
     if p.rope_off != NONE {
-        theta = theta / vecs[p.rope_off + pair];
+        factor = vecs[p.rope_off + pair];
     }
-    let sc = sincos(theta * p.freq_scale) * p.mscale;
+    let sc = rope_sincos(rope_theta(pos, pair, p.theta_scale), factor, p.freq_scale, p.mscale);
     let x0 = select(other, mine, first);
     let x1 = select(mine, other, first);
     return select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, first);

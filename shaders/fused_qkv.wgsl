@@ -225,12 +225,13 @@ fn main(
                 // Rotate the pair (slots s and s ^ 1): x0 is the even slot's value, x1 the
                 // odd one's.
                 let pair = cur.s / 2u;
-                var theta = rope_theta(state.pos, pair, p.theta_scale);
+                var factor = 1.0;
                 if p.rope_off != NONE {
                     let fi = p.rope_off + pair;
-                    theta = theta / vecs[fi / 4u][fi % 4u];
+                    factor = vecs[fi / 4u][fi % 4u];
                 }
-                let sc = sincos(theta * p.freq_scale) * p.mscale;
+                let theta = rope_theta(state.pos, pair, p.theta_scale);
+                let sc = rope_sincos(theta, factor, p.freq_scale, p.mscale);
                 let even = (cur.s % 2u) == 0u;
                 let other = out_sh[r ^ 1u];
                 let x0 = select(other, v, even);

@@ -45,7 +45,7 @@ fn main(
     }
     let h = (g % per_token) / half;
     let i = g % half;
-    let sc = sincos(rope_theta(state.pos + t, i, p.theta_scale) / factors[i] * p.freq_scale) * p.mscale;
+    let sc = rope_sincos(rope_theta(state.pos + t, i, p.theta_scale), factors[i], p.freq_scale, p.mscale);
     let s = sc.x;
     let c = sc.y;
     let i0 = select(2u * i, i, p.neox != 0u);

@@ -30,3 +30,11 @@ fn rope_theta(pos: u32, i: u32, theta_scale: f32) -> f32 {
     }
     return theta;
 }
+
+// (sin, cos) of pair i at angle theta (`rope_theta`) with RoPE's extensions, as ggml's rope_yarn
+// with YaRN's extrapolation off: theta / factor * freq_scale (frequency factors of Llama 3 and
+// Phi-3's LongRoPE; 1 / linear scaling), both times mscale (LongRoPE's attention factor). With
+// factor, freq_scale and mscale 1 every step is exact: plain RoPE.
+fn rope_sincos(theta: f32, factor: f32, freq_scale: f32, mscale: f32) -> vec2<f32> {
+    return sincos(theta / factor * freq_scale) * mscale;
+}

@@ -27,6 +27,7 @@ fn shape(n_head: u32, n_head_kv: u32, head_dim: u32, n_ctx: u32) -> AttentionSha
 }
 
 /// CPU rope of `x` (`[n_tokens, heads, head_dim]`) for tokens at `pos0..`.
+#[allow(clippy::too_many_arguments)]
 fn rope_ref(
     x: &[f32],
     row: usize,
@@ -35,10 +36,11 @@ fn rope_ref(
     pos0: u32,
     base: f32,
     neox: bool,
+    scale: reference::RopeScale<'_>,
 ) -> Vec<f32> {
     let mut x = x.to_vec();
     for (t, xt) in x.chunks_mut(row).enumerate() {
-        reference::rope(xt, hd, n_rot, pos0 + t as u32, base, neox);
+        reference::rope_scaled(xt, hd, n_rot, pos0 + t as u32, base, neox, scale);
     }
     x
 }
@@ -88,8 +90,9 @@ async fn rope_cases() {
                 let atol = 2e-6;
                 let case =
                     format!("rope {style:?} {s:?} n_rot={n_rot} pos={pos0} tokens={n_tokens}");
-                let want_q = rope_ref(&q, qr, hd, n_rot as usize, pos0, base, neox);
-                let want_k = rope_ref(&k, kr, hd, n_rot as usize, pos0, base, neox);
+                let none = reference::RopeScale::NONE;
+                let want_q = rope_ref(&q, qr, hd, n_rot as usize, pos0, base, neox, none);
+                let want_k = rope_ref(&k, kr, hd, n_rot as usize, pos0, base, neox, none);
                 assert_close(
                     &format!("{case} q"),
                     &read_f32(&ctx, &qb, q.len()).await,
@@ -162,18 +165,7 @@ async fn rope_extension_cases() {
             let neox = style == RopeStyle::Neox;
             let hd = s.head_dim as usize;
             for (name, x, b, row) in [("q", &q, &qb, qr), ("k", &k, &kb, kr)] {
-                let mut want = x.clone();
-                for (t, xt) in want.chunks_mut(row).enumerate() {
-                    reference::rope_scaled(
-                        xt,
-                        hd,
-                        n_rot as usize,
-                        pos0 + t as u32,
-                        base,
-                        neox,
-                        scale,
-                    );
-                }
+                let want = rope_ref(x, row, hd, n_rot as usize, pos0, base, neox, scale);
                 assert_close(
                     &format!("rope extension {style:?} pos={pos0} {name}"),
                     &read_f32(&ctx, b, x.len()).await,
@@ -460,8 +452,17 @@ async fn chained_steps() {
     });
     let (mut keys, mut values, mut pos) = (Vec::new(), Vec::new(), 0u32);
     for (i, (q, k, v, out)) in inputs.iter().enumerate() {
-        let q = rope_ref(q, qr, hd, 16, pos, base, false);
-        keys.extend(rope_ref(k, kr, hd, 16, pos, base, false));
+        let q = rope_ref(q, qr, hd, 16, pos, base, false, reference::RopeScale::NONE);
+        keys.extend(rope_ref(
+            k,
+            kr,
+            hd,
+            16,
+            pos,
+            base,
+            false,
+            reference::RopeScale::NONE,
+        ));
         values.extend_from_slice(v);
         let want = reference::causal_attention(&q, &keys, &values, pos as usize, 6, 2, hd);
         let got = read_f32(&ctx, out, q.len()).await;

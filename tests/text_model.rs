@@ -476,9 +476,15 @@ async fn oversized_prompts_are_refused_before_tokenizing() {
         n_ctx: Some(0),
         ..LoadOptions::default()
     };
-    let err = TextModel::load(ctx, &bytes, &zero).await.err().expect("refused");
+    let err = TextModel::load(ctx, &bytes, &zero)
+        .await
+        .err()
+        .expect("refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
-    assert!(err.to_string().contains("nCtx must be at least 1, got 0"), "{err}");
+    assert!(
+        err.to_string().contains("nCtx must be at least 1, got 0"),
+        "{err}"
+    );
 }
 gpu_test!(
     oversized_prompts_refused,

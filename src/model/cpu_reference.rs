@@ -259,13 +259,17 @@ impl CpuReferenceModel {
     /// (which picks Phi-3's LongRoPE factors).
     pub fn from_gguf(g: &Gguf, file: &[u8]) -> Result<Self> {
         let config = ModelConfig::from_gguf(g)?;
-        Self::from_gguf_ctx(g, file, config.context_length.min(2048))
+        let n_ctx = config.context_length.min(2048);
+        Self::from_config(g, file, config, n_ctx)
     }
 
     /// The model for a KV cache of `n_ctx` positions (it picks Phi-3's long or short RoPE
     /// factors; nothing else depends on it).
     pub fn from_gguf_ctx(g: &Gguf, file: &[u8], n_ctx: u32) -> Result<Self> {
-        let config = ModelConfig::from_gguf(g)?;
+        Self::from_config(g, file, ModelConfig::from_gguf(g)?, n_ctx)
+    }
+
+    fn from_config(g: &Gguf, file: &[u8], config: ModelConfig, n_ctx: u32) -> Result<Self> {
         let rope_factors = match config.rope_factors_tensor(n_ctx) {
             Some(name) => Some(load(g, file, name)?),
             None => None,

@@ -56,7 +56,6 @@ pub struct FusedFfnUpCall {
     single: Bound,
     general: Bound,
     split: Option<SplitCall>,
-    shape: FusedShape,
     groups: [u32; 3],
 }
 
@@ -66,28 +65,44 @@ struct SplitCall {
     combine_general: Bound,
     up: Bound,
     combine_groups: [u32; 3],
+    /// [`ffn_up_precombine`] at one chunk, and the fewest chunks from which it holds beyond
+    /// (`u32::MAX`: never), evaluated once at bind time.
+    at_single: bool,
+    from_chunks: u32,
+}
+
+impl SplitCall {
+    fn applies(&self, max_len: u32) -> bool {
+        if single_chunk(max_len) {
+            self.at_single
+        } else {
+            max_len.div_ceil(super::limits::ATTENTION_CHUNK) >= self.from_chunks
+        }
+    }
 }
 
 impl FusedFfnUpCall {
-    /// The dispatches of layer `layer` for a step that sees at most `max_len` positions.
-    fn pick(&self, layer: u32, max_len: u32) -> Vec<(&Bound, [u32; 3])> {
+    /// The dispatches of layer `layer` for a step that sees at most `max_len` positions: one,
+    /// or the combine and then gate/up. Runs per layer and step while recording (the browser's
+    /// host cost), so the rule was evaluated at bind time and nothing is allocated here.
+    fn pick(&self, layer: u32, max_len: u32) -> [Option<(&Bound, [u32; 3])>; 2] {
         let single = single_chunk(max_len);
         let at = |[x, y, z]: [u32; 3]| [x + layer, y, z];
         match &self.split {
-            Some(split) if ffn_up_precombine(&self.shape, max_len) => {
+            Some(split) if split.applies(max_len) => {
                 let combine = if single {
                     &split.combine_single
                 } else {
                     &split.combine_general
                 };
-                vec![
-                    (combine, at(split.combine_groups)),
-                    (&split.up, at(self.groups)),
+                [
+                    Some((combine, at(split.combine_groups))),
+                    Some((&split.up, at(self.groups))),
                 ]
             }
             _ => {
                 let bound = if single { &self.single } else { &self.general };
-                vec![(bound, at(self.groups))]
+                [Some((bound, at(self.groups))), None]
             }
         }
     }
@@ -95,13 +110,13 @@ impl FusedFfnUpCall {
     /// Dispatches per layer for a step that sees at most `max_len` positions (1, or 2 where
     /// the combine is split off).
     pub fn dispatches(&self, max_len: u32) -> u32 {
-        self.pick(0, max_len).len() as u32
+        self.pick(0, max_len).iter().flatten().count() as u32
     }
 
     /// Records layer `layer`'s combine + FFN-up for a step that sees at most `max_len`
     /// positions.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, layer: u32, max_len: u32) {
-        for (bound, groups) in self.pick(layer, max_len) {
+        for (bound, groups) in self.pick(layer, max_len).into_iter().flatten() {
             bound.dispatch(pass, groups);
         }
     }
@@ -114,7 +129,7 @@ impl FusedFfnUpCall {
         layer: u32,
         max_len: u32,
     ) {
-        for (bound, groups) in self.pick(layer, max_len) {
+        for (bound, groups) in self.pick(layer, max_len).into_iter().flatten() {
             bound.dispatch_tracked(pass, state, groups);
         }
     }
@@ -265,6 +280,11 @@ impl FusedFfnUp {
                     .bind_with_uniform(ctx, params, &buffers)?,
                 up: sp.up.bind_with_uniform(ctx, params, &buffers)?,
                 combine_groups: [sp.combine_x_base, 1, 1],
+                at_single: ffn_up_precombine(&self.shape, 1),
+                // The partials grow with the chunks, so the rule holds from some count on.
+                from_chunks: (2..=self.shape.max_chunks().max(2))
+                    .find(|&c| ffn_up_precombine(&self.shape, c * super::limits::ATTENTION_CHUNK))
+                    .unwrap_or(u32::MAX),
             }),
             None => None,
         };
@@ -272,7 +292,6 @@ impl FusedFfnUp {
             single: self.single.bind_with_uniform(ctx, params, &buffers)?,
             general: self.general.bind_with_uniform(ctx, params, &buffers)?,
             split,
-            shape: self.shape,
             groups: [self.x_base, 1, 1],
         })
     }
