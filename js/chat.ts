@@ -2,7 +2,7 @@
 // Pass the whole conversation each time, as with OpenAI; the KV cache of the prefix it shares
 // with the previous request (the earlier turns) is reused, so only the new turn is prefilled
 // (`usage.prompt_tokens_details.cached_tokens` says how many prompt tokens were reused).
-import type { ChatMessage, GenerateOptions, GenerateResult, Strategy } from "./wasm/fuselm.js";
+import type { ChatMessage, GenerateOptions, GenerateResult, JsonSchema, ResponseFormat, Strategy } from "./wasm/fuselm.js";
 import type { Generation } from "./generation.js";
 import { FuselmError } from "./errors.js";
 
@@ -35,6 +35,43 @@ export interface ChatCompletionRequest {
   strategy?: Strategy;
   /** Accepted for compatibility and echoed back; the loaded model answers. */
   model?: string;
+  /**
+   * The answer's format, as OpenAI takes it: `{ type: "json_schema", json_schema: { name,
+   * schema } }` (JSON valid under the schema), `{ type: "json_object" }` (any JSON object) or
+   * `{ type: "text" }`. Every token is chosen among those that keep the answer valid; an answer
+   * cut by `max_tokens` has `finish_reason: "length"` and is incomplete.
+   */
+  response_format?: ChatResponseFormat;
+}
+
+/** `response_format` of a chat request (OpenAI's shape). */
+export type ChatResponseFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; json_schema: { name: string; description?: string; schema?: JsonSchema; strict?: boolean | null } };
+
+/** The generate option for a chat request's `response_format`. */
+function responseFormat(f: ChatResponseFormat | undefined): ResponseFormat | undefined {
+  if (f === undefined) return undefined;
+  if (typeof f !== "object" || f === null) {
+    throw new FuselmError("invalid-argument", 'response_format must be { type: "text" | "json_object" | "json_schema", ... }');
+  }
+  switch (f.type) {
+    case "text":
+      return { type: "text" };
+    case "json_object":
+      return { type: "json_object" };
+    case "json_schema": {
+      const spec = f.json_schema;
+      if (typeof spec !== "object" || spec === null || typeof spec.name !== "string") {
+        throw new FuselmError("invalid-argument", "response_format.json_schema must be { name: string, schema?: object, strict?: boolean }");
+      }
+      // OpenAI: no schema means any JSON value is fine; here an object, as json_object.
+      return spec.schema === undefined ? { type: "json_object" } : { type: "json_schema", schema: spec.schema };
+    }
+    default:
+      throw new FuselmError("invalid-argument", `response_format.type must be "text", "json_object" or "json_schema", got ${JSON.stringify((f as { type: unknown }).type)}`);
+  }
 }
 
 export type FinishReason = "stop" | "length";
@@ -113,6 +150,7 @@ export function chatOptions(request: ChatCompletionRequest): GenerateOptions {
     repetitionPenalty: request.repetition_penalty,
     reusePrefix: request.cache_prompt ?? true,
     strategy: request.strategy,
+    responseFormat: responseFormat(request.response_format),
   };
 }
 

@@ -22,6 +22,7 @@ export type {
   ChatCompletion,
   ChatCompletionChunk,
   ChatCompletionUsage,
+  ChatResponseFormat,
   FinishReason,
 } from "./chat.js";
 export { deleteCachedModel, type CacheMode } from "./cache.js";
@@ -45,6 +46,9 @@ export type {
   TimerKind,
   LoadOptions,
   GenerateOptions,
+  ResponseFormat,
+  JsonSchema,
+  JsonValue,
   SamplingOptions,
   Strategy,
   GenerateResult,

@@ -9,7 +9,7 @@ struct State {
     pos: u32,      // position of the first token of this step = tokens already in the KV cache
     n_tokens: u32, // tokens in this step: the prompt length for prefill, 1 for decode
     done: u32,     // 1 once a stop token was chosen: every fused kernel then returns at once
-    _pad1: u32,
+    aux: u32,      // fused: the constraint's DFA state (constraint_mask.wgsl); megakernel: its error code
 }
 
 // Eight consecutive elements [8u, 8u + 8) of a weight row or an activation row, in f32.

@@ -77,7 +77,7 @@ fn main(
             if row < p.n_rows {
                 let id = p.row0 + row;
                 var count = 0u;
-                if sampler.penalties_on != 0u {
+                if sampler.penalties_on != 0u || sampler.constrained != 0u {
                     count = counts[id];
                 }
                 v = penalize(d * scale, count, sampler);

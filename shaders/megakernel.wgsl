@@ -676,7 +676,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
         if err != 0u {
             if lid == 0u && wid == 0u {
                 // tells the host why this dispatch stopped short: 1 loop cap, 2 grid timeout
-                state._pad1 = select(1u, 2u, (err & G_TIMEOUT) != 0u);
+                state.aux = select(1u, 2u, (err & G_TIMEOUT) != 0u);
             }
             break;
         }

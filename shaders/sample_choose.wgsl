@@ -8,7 +8,9 @@
 // with the counter-based RNG at this token's position (`draw`, sample_draw.wgsl).
 //
 // Bookkeeping (one invocation, `commit` in sample_draw.wgsl): the token is written, the
-// penalty window moves on, a stop id sets state.done, state advances.
+// penalty window moves on, a stop id sets state.done, state advances; with a constraint
+// (`sampler.constrained`), its DFA state (`state.aux`) walks the token's bytes
+// (`advance_constraint`; the table's layout is `kernels::constraint`).
 
 struct Params {
     n_best: u32,  // per-workgroup bests written by head_logits
@@ -24,6 +26,25 @@ struct Params {
 @group(0) @binding(4) var<storage, read> cand: array<vec2<u32>>;
 @group(0) @binding(5) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(6) var<storage, read_write> counts: array<u32>;
+@group(0) @binding(7) var<storage, read> table: array<u32>; // the constraint (16 bytes: none)
+
+const T_CLASSES: u32 = 4u;
+const T_TRANS: u32 = 5u;
+const T_TOKEN_STARTS: u32 = 8u;
+const T_TOKEN_BYTES: u32 = 9u;
+
+// The DFA state after the bytes of `id` (an end-of-generation id has none).
+fn advance_constraint(id: u32) {
+    let n_classes = table[1];
+    let starts = table[T_TOKEN_STARTS];
+    let bytes = table[T_TOKEN_BYTES];
+    var s = state.aux;
+    for (var k = table[starts + id]; k < table[starts + id + 1u]; k++) {
+        let b = (table[bytes + k / 4u] >> ((k % 4u) * 8u)) & 0xffu;
+        s = table[table[T_TRANS] + s * n_classes + table[table[T_CLASSES] + b]];
+    }
+    state.aux = s;
+}
 
 var<workgroup> mode_sh: u32; // 0: done, 1: greedy, 2: sample
 var<workgroup> red_z: array<f32, 256>;
@@ -101,4 +122,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         return;
     }
     commit(id, p.n_ctx);
+    if sampler.constrained != 0u && id != NONE {
+        advance_constraint(id);
+    }
 }

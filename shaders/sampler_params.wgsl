@@ -17,7 +17,7 @@ struct Sampler {
     seed_lo: u32,
     seed_hi: u32,
     n_stop: u32,
-    _pad0: u32,
+    constrained: u32, // 1: counts' MASKED_BIT marks the ids the constraint disallows
     _pad1: u32,
     _pad2: u32,
     stop_ids: array<u32, 16>,
@@ -27,14 +27,25 @@ const MAX_CANDIDATES: u32 = 128u; // sampling::MAX_CANDIDATES
 const NONE: u32 = 0xffffffffu;
 const SENTINEL_Z: f32 = -3.40282e38; // z of an empty candidate slot (q = 0: never drawn)
 
+// `counts[id]`'s top bit: the constraint disallows id at this step (constraint_mask.wgsl).
+const MASKED_BIT: u32 = 0x80000000u;
+// The logit of a disallowed id: f32's lowest, so it is never the best and its q is 0
+// (`sampling::MASKED_LOGIT`).
+const MASKED_LOGIT: f32 = -3.40282347e38;
+
 // llama.cpp's repetition / frequency / presence penalties for an id seen `count` times in the
-// window (multiplying by the host-computed reciprocal instead of dividing).
+// window (multiplying by the host-computed reciprocal instead of dividing); a disallowed id
+// (constrained generation) gets MASKED_LOGIT.
 fn penalize(l: f32, count: u32, s: Sampler) -> f32 {
-    if s.penalties_on == 0u || count == 0u {
+    if s.constrained != 0u && (count & MASKED_BIT) != 0u {
+        return MASKED_LOGIT;
+    }
+    let c = count & ~MASKED_BIT;
+    if s.penalties_on == 0u || c == 0u {
         return l;
     }
     let r = select(l * s.repeat, l * s.inv_repeat, l > 0.0);
-    return r - (f32(count) * s.frequency + s.presence);
+    return r - (f32(c) * s.frequency + s.presence);
 }
 
 fn pcg(v: u32) -> u32 {

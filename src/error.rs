@@ -42,6 +42,11 @@ pub enum FuselmError {
     #[error("chat template: {0}")]
     Template(#[from] crate::chat_template::TemplateError),
 
+    /// A response format (JSON Schema, regex) that cannot be compiled: an unsupported keyword
+    /// (named), an invalid pattern, or a bound exceeded.
+    #[error("responseFormat: {0}")]
+    Constraint(#[from] crate::constraint::ConstraintError),
+
     /// The generation was aborted by the caller.
     #[error("generation aborted")]
     Aborted,
@@ -82,6 +87,7 @@ pub enum ErrorKind {
     InvalidModel,
     Tokenizer,
     Template,
+    Constraint,
     Aborted,
     InvalidArgument,
     Busy,
@@ -102,6 +108,7 @@ impl ErrorKind {
             ErrorKind::InvalidModel => "invalid-model",
             ErrorKind::Tokenizer => "tokenizer",
             ErrorKind::Template => "template",
+            ErrorKind::Constraint => "constraint",
             ErrorKind::Aborted => "aborted",
             ErrorKind::InvalidArgument => "invalid-argument",
             ErrorKind::Busy => "busy",
@@ -127,6 +134,7 @@ impl FuselmError {
             FuselmError::Gguf(_) => ErrorKind::InvalidModel,
             FuselmError::Tokenizer(_) => ErrorKind::Tokenizer,
             FuselmError::Template(_) => ErrorKind::Template,
+            FuselmError::Constraint(_) => ErrorKind::Constraint,
             FuselmError::Aborted => ErrorKind::Aborted,
             FuselmError::InvalidArgument(_) => ErrorKind::InvalidArgument,
             FuselmError::Busy(_) => ErrorKind::Busy,

@@ -7,6 +7,7 @@
 
 pub mod chat_template;
 pub mod clock;
+pub mod constraint;
 pub mod error;
 pub mod gguf;
 pub mod gpu;

@@ -46,6 +46,7 @@ pub const MEGAKERNEL_REDUCE_SHARED: &str = include_str!("../shaders/megakernel_r
 pub const MEGAKERNEL_REDUCE_SUBGROUP: &str =
     include_str!("../shaders/megakernel_reduce_subgroup.wgsl");
 pub const SAMPLE_CHOOSE: &str = include_str!("../shaders/sample_choose.wgsl");
+pub const CONSTRAINT_MASK: &str = include_str!("../shaders/constraint_mask.wgsl");
 pub const SAMPLER_PARAMS: &str = include_str!("../shaders/sampler_params.wgsl");
 pub const KV_STORE: &str = include_str!("../shaders/kv_store.wgsl");
 pub const ATTENTION: &str = include_str!("../shaders/attention.wgsl");

@@ -223,6 +223,7 @@ async fn fused_limits_are_typed_errors_and_unfused_still_runs() {
         sampler: greedy,
         chunk_tokens: 8,
         reuse_prefix: false,
+        constraint: None,
     };
     let e = model
         .generate(&request, &mut |_| true)
@@ -328,6 +329,7 @@ async fn calibration_picks_the_fastest_and_can_be_reused() {
             sampler: greedy,
             chunk_tokens: 6,
             reuse_prefix: false,
+            constraint: None,
         };
         ids.push(
             model

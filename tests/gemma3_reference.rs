@@ -192,6 +192,7 @@ fn gemma3_on_the_gpu(strategy: Strategy) {
                 sampler: SamplingOptions::default().resolve(&[1, 106]).unwrap(),
                 chunk_tokens: 16,
                 reuse_prefix: false,
+                constraint: None,
             };
             let out = gpu
                 .generate(&request, &mut |_| true)

@@ -69,6 +69,7 @@ async fn greedy(
         sampler: SamplingOptions::default().resolve(&[0, 2]).unwrap(),
         chunk_tokens: 16,
         reuse_prefix: false,
+        constraint: None,
     };
     let out = gpu.generate(&request, &mut |_| true).await.unwrap();
     assert_eq!(

@@ -323,6 +323,7 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
                 sampler: greedy,
                 chunk_tokens: chunk,
                 reuse_prefix: false,
+                constraint: None,
             };
             let r#gen = gpu
                 .generate(&request, &mut |_| true)
@@ -364,6 +365,7 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
                 sampler: seeded,
                 chunk_tokens: chunk,
                 reuse_prefix: false,
+                constraint: None,
             };
             let r#gen = gpu
                 .generate(&request, &mut |_| true)
@@ -463,6 +465,7 @@ async fn megakernel_survives_rebuilt_activations() {
             sampler: SamplingOptions::default().resolve(&[]).expect("greedy"),
             chunk_tokens: 3,
             reuse_prefix: false,
+            constraint: None,
         };
         gpu.generate(&request, &mut |_| true)
             .await
@@ -503,6 +506,7 @@ fn grid_megakernel_times_out_instead_of_hanging() {
             sampler: SamplingOptions::default().resolve(&[]).expect("greedy"),
             chunk_tokens: 6,
             reuse_prefix: false,
+            constraint: None,
         };
         let expected = gpu
             .generate(&request(Strategy::Megakernel), &mut |_| true)
@@ -687,6 +691,7 @@ async fn crosses_attention_chunks(spec: &SyntheticSpec, context: ContextOptions)
             sampler: greedy,
             chunk_tokens: chunk,
             reuse_prefix: false,
+            constraint: None,
         };
         let r#gen = gpu
             .generate(&request, &mut |_| true)

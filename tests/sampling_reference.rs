@@ -640,7 +640,7 @@ fn resolve_gives_the_gpu_parameters() {
     assert_eq!((p.seed_lo, p.seed_hi), (0x9abc_def0, 0x1234_5678));
     assert_eq!(p.n_stop, 2);
     assert_eq!(&p.stop_ids[..3], &[2, 49152, 0]);
-    assert_eq!(p._pad, [0; 3]);
+    assert_eq!((p.constrained, p._pad), (0, [0; 2]));
 
     // Penalties are on only with a non-empty window and a non-default penalty.
     let on = |o: SamplingOptions| o.resolve(&[]).unwrap().penalties_on;

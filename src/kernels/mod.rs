@@ -52,6 +52,7 @@ mod argmax;
 mod attention;
 pub(crate) mod binding;
 pub(crate) mod checks;
+pub mod constraint;
 pub(crate) mod dispatch;
 mod embed;
 pub mod fused_layer;

@@ -271,6 +271,7 @@ impl SampleChoose {
             Slot::Read,
             Slot::ReadWrite,
             Slot::ReadWrite,
+            Slot::Read,
         ];
         let pipeline = Pipeline::new(ctx, "sample_choose", &source, &slots).await?;
         Ok(Self { pipeline })
@@ -288,6 +289,7 @@ impl SampleChoose {
         cand: &wgpu::Buffer,
         tokens: &wgpu::Buffer,
         counts: &wgpu::Buffer,
+        constraint: &wgpu::Buffer,
     ) -> Result<SampleCall> {
         let params = ChooseParams {
             n_best,
@@ -299,7 +301,7 @@ impl SampleChoose {
             bound: self.pipeline.bind(
                 ctx,
                 &params,
-                &[state, sampler, best, cand, tokens, counts],
+                &[state, sampler, best, cand, tokens, counts, constraint],
             )?,
             groups: [1, 1, 1],
         })

@@ -25,7 +25,9 @@ pub struct DecodeState {
     /// 1 once the GPU sampler chose a stop token: the fused kernels of the remaining recorded
     /// steps return at once (no-ops), so a whole generation can be recorded up front.
     pub done: u32,
-    pub _pad: u32,
+    /// Fused with a constraint: the constraint's DFA state (`kernels::constraint`); the
+    /// megakernel: its error code (1: grid barrier broken, 2: timed out).
+    pub aux: u32,
 }
 const _: () = assert!(std::mem::size_of::<DecodeState>() == 16);
 
@@ -35,7 +37,7 @@ impl DecodeState {
             pos,
             n_tokens,
             done: 0,
-            _pad: 0,
+            aux: 0,
         }
     }
 

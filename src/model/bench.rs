@@ -190,6 +190,7 @@ async fn measure(
         sampler: SamplingOptions::default().resolve(&[])?,
         chunk_tokens: model.strategy(strategy).timed_chunk(chunk, w.new_tokens),
         reuse_prefix: false,
+        constraint: None,
     };
     model.generate(&request, &mut |_| true).await?; // warm-up
     let (mut decode, mut prefill, mut ttft) = (Vec::new(), Vec::new(), Vec::new());

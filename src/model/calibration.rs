@@ -141,6 +141,7 @@ impl GpuModel {
                     .strategy(strategy)
                     .timed_chunk(DEFAULT_CHUNK_TOKENS, tokens),
                 reuse_prefix: false,
+                constraint: None,
             };
             self.generate(&request, &mut |_| true).await?; // warm-up: pipelines, arenas
             let mut e2e = Vec::new();

@@ -15,6 +15,7 @@ use super::profile::RoleCall;
 use crate::error::Result;
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
+use crate::kernels::constraint::{ConstraintMask, ConstraintMaskCall, ConstraintTable};
 use crate::kernels::fused_layer::uniform_array;
 use crate::kernels::pipeline::PassState;
 use crate::kernels::sample::head_groups;
@@ -114,12 +115,49 @@ impl VectorArena {
     }
 }
 
-/// The end of a step (either strategy's fused path and the fused prefill): head, sampler.
+/// The end of a step (either strategy's fused path and the fused prefill): head, sampler;
+/// with a constraint, its mask before the head ([`Choice::constrained`]).
 pub struct Choice {
     head: HeadLogitsCall,
     select: SampleCall,
     choose: SampleCall,
     head_dispatches: u32,
+    /// With a constraint: the mask before the head.
+    mask: Option<ConstraintMaskCall>,
+    /// What a constrained choice is bound from.
+    inputs: ChooseInputs,
+}
+
+/// The choose kernel's and the mask kernel's inputs, kept to bind a constrained choice.
+#[derive(Clone)]
+struct ChooseInputs {
+    choose: SampleChoose,
+    mask: ConstraintMask,
+    n_best: u32,
+    n_vocab: u32,
+    state: wgpu::Buffer,
+    params: wgpu::Buffer,
+    best: wgpu::Buffer,
+    cand: wgpu::Buffer,
+    tokens: wgpu::Buffer,
+    counts: wgpu::Buffer,
+}
+
+impl ChooseInputs {
+    fn bind(&self, ctx: &GpuContext, constraint: &wgpu::Buffer) -> Result<SampleCall> {
+        self.choose.bind(
+            ctx,
+            self.n_best,
+            self.n_vocab,
+            &self.state,
+            &self.params,
+            &self.best,
+            &self.cand,
+            &self.tokens,
+            &self.counts,
+            constraint,
+        )
+    }
 }
 
 impl Choice {
@@ -153,28 +191,55 @@ impl Choice {
             &acts.logits,
             &s.cand,
         )?;
-        let choose = SampleChoose::new(ctx).await?.bind(
-            ctx,
-            head_groups(head_w),
-            config.vocab_size,
-            &acts.state,
-            &s.params,
-            &s.best,
-            &s.cand,
-            &acts.tokens,
-            &s.counts,
-        )?;
+        let inputs = ChooseInputs {
+            choose: SampleChoose::new(ctx).await?,
+            mask: ConstraintMask::new(ctx).await?,
+            n_best: head_groups(head_w),
+            n_vocab: config.vocab_size,
+            state: acts.state.clone(),
+            params: s.params.clone(),
+            best: s.best.clone(),
+            cand: s.cand.clone(),
+            tokens: acts.tokens.clone(),
+            counts: s.counts.clone(),
+        };
+        // Unconstrained, the choose kernel's constraint binding is a placeholder it never reads.
+        let choose = inputs.bind(ctx, &storage(ctx, "no constraint", 16))?;
         Ok(Self {
             head,
             select,
             choose,
             head_dispatches: head_w.chunks().len() as u32,
+            mask: None,
+            inputs,
+        })
+    }
+
+    /// This choice with `table`'s constraint: its mask before the head, its state advanced
+    /// by each chosen token (the sampler's `constrained` must be set).
+    pub fn constrained(&self, ctx: &GpuContext, table: &ConstraintTable) -> Result<Self> {
+        let i = &self.inputs;
+        Ok(Self {
+            head: self.head.clone(),
+            select: self.select.clone(),
+            choose: i.bind(ctx, &table.buffer)?,
+            head_dispatches: self.head_dispatches,
+            mask: Some(i.mask.bind(ctx, &i.state, table, &i.counts)?),
+            inputs: i.clone(),
         })
     }
 
     /// (role, record) of the head, the selection and the choice, for profiling.
     pub fn roles(&self, head_bytes: u64) -> Vec<RoleCall<'_>> {
-        vec![
+        let mut roles = Vec::new();
+        if let Some(mask) = &self.mask {
+            roles.push(RoleCall {
+                role: "constraint-mask",
+                bytes: 0,
+                record: Box::new(move |p| mask.record(p)),
+            });
+        }
+        roles.extend([
             RoleCall {
                 role: "norm+head+penalties",
                 bytes: head_bytes,
@@ -190,11 +255,15 @@ impl Choice {
                 bytes: 0,
                 record: Box::new(move |p| self.choose.record(p)),
             },
-        ]
+        ]);
+        roles
     }
 
-    /// Head, candidate selection (when sampling), choice + bookkeeping.
+    /// The constraint's mask, head, candidate selection (when sampling), choice + bookkeeping.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, sampling: bool) {
+        if let Some(mask) = &self.mask {
+            mask.record(pass);
+        }
         self.head.record(pass);
         if sampling {
             self.select.record(pass);
@@ -203,7 +272,7 @@ impl Choice {
     }
 
     pub fn dispatches(&self, sampling: bool) -> u32 {
-        self.head_dispatches + u32::from(sampling) + 1
+        self.head_dispatches + u32::from(sampling) + 1 + u32::from(self.mask.is_some())
     }
 }
 

@@ -4,6 +4,9 @@
 //! `model::strategy`.
 
 use crate::clock::now_seconds;
+use crate::constraint::TokenAutomaton;
+use crate::error::{FuselmError, Result};
+use crate::kernels::constraint::ConstraintTable;
 use crate::sampling::SamplerParams;
 use serde::{Deserialize, Serialize};
 
@@ -65,20 +68,42 @@ pub(crate) struct Run<'a> {
     /// it means for it.
     pub chunk_tokens: u32,
     pub start: u32,
+    /// The constraint the output must follow (the sampler's `constrained` is then set).
+    pub constraint: Option<RunConstraint<'a>>,
+}
+
+/// A constraint as a strategy uses it: the automaton (the host's reference and the unfused
+/// strategy's mask) and its uploaded table (the GPU's).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunConstraint<'a> {
+    pub automaton: &'a TokenAutomaton,
+    pub table: &'a ConstraintTable,
 }
 
 fn stop_hit(p: &SamplerParams, id: u32) -> bool {
     p.stop_ids[..(p.n_stop as usize).min(p.stop_ids.len())].contains(&id)
 }
 
-/// A generation's result as its tokens reach the host, with its clock.
-pub(crate) struct Progress {
+/// A generation's result as its tokens reach the host, with its clock; with a constraint, the
+/// host follows its state and checks every id the GPU chose against the CPU reference.
+pub(crate) struct Progress<'a> {
     pub out: TokenGeneration,
     start: f64,
     decode_start: f64,
+    /// The constraint and its state after the ids accepted so far.
+    constraint: Option<(&'a TokenAutomaton, u32)>,
+    /// An id the constraint did not allow (the generation then fails).
+    violation: Option<u32>,
 }
 
-impl Progress {
+impl<'a> Progress<'a> {
+    /// The bookkeeping of `run` (its constraint followed from its start state).
+    pub fn of(run: &Run<'a>) -> Self {
+        let mut p = Self::new();
+        p.constraint = run.constraint.map(|c| (c.automaton, c.automaton.start()));
+        p
+    }
+
     pub fn new() -> Self {
         let start = now_seconds();
         Self {
@@ -96,7 +121,14 @@ impl Progress {
             },
             start,
             decode_start: start,
+            constraint: None,
+            violation: None,
         }
+    }
+
+    /// The constraint's state after the ids accepted so far (None: unconstrained).
+    pub fn constraint_state(&self) -> Option<u32> {
+        self.constraint.map(|(_, s)| s)
     }
 
     /// Takes one generated id; returns false when the generation is over.
@@ -111,6 +143,13 @@ impl Progress {
             self.decode_start = now_seconds();
             self.out.prefill_seconds = self.decode_start - self.start;
         }
+        if let Some((a, state)) = &mut self.constraint {
+            if !a.allowed(*state, id) {
+                self.violation = Some(id);
+                return false;
+            }
+            *state = a.advance(*state, id);
+        }
         if stop_hit(p, id) {
             self.out.stop_reason = StopReason::EndOfGeneration;
             self.out.stop_token = Some(id);
@@ -124,8 +163,15 @@ impl Progress {
         (self.out.tokens.len() as u32) < max_tokens
     }
 
-    pub fn finish(mut self) -> TokenGeneration {
+    pub fn finish(mut self) -> Result<TokenGeneration> {
+        if let Some(id) = self.violation {
+            return Err(FuselmError::Gpu(format!(
+                "token {id} (after {} generated) is not allowed by the constraint: the GPU's \
+                 choice differs from the CPU reference",
+                self.out.tokens.len()
+            )));
+        }
         self.out.decode_seconds = now_seconds() - self.decode_start;
-        self.out
+        Ok(self.out)
     }
 }

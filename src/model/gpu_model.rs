@@ -6,19 +6,22 @@
 //! it builds at load (the others build on first use), so nothing is allocated per token. `GpuModel` itself keeps the shared buffers, which prompt prefix the KV cache holds,
 //! and the planner's choice; a generation is handed to the strategy that runs it.
 
-use super::generation::{Progress, Run, TokenGeneration};
+use super::generation::{Progress, Run, RunConstraint, TokenGeneration};
 use super::gpu_weights::ModelWeights;
 use super::profile::StepProfile;
 use super::shared::{check_fit, LoadScopes, Shared, Sizes};
 use super::strategy::planner::Planner;
 use super::strategy::seam::GenerationStrategy;
 use super::strategy::{Strategies, Strategy};
+use crate::constraint::Constraint;
 use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
 use crate::gpu::GpuContext;
+use crate::kernels::constraint::ConstraintTable;
 use crate::kernels::KvFormat;
 use crate::sampling::{SamplerParams, SamplingOptions};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// How to size a loaded model's buffers, and the strategy it runs by default.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -97,6 +100,8 @@ pub struct GenerationRequest<'a> {
     /// generation left in the cache, and prefill only the rest (multi-turn chat). Off: a fresh
     /// context, every prompt token prefilled.
     pub reuse_prefix: bool,
+    /// The constraint the output must follow (fused and unfused only).
+    pub constraint: Option<&'a Arc<Constraint>>,
 }
 
 /// GPU memory a loaded model holds, in bytes.
@@ -137,6 +142,8 @@ pub struct GpuModel {
     /// Whose KV cache `kv_valid` describes: a strategy with its own, or `None` for the shared
     /// one.
     pub(super) kv_owner: Option<Strategy>,
+    /// The last constraint uploaded, kept while the next generation uses the same one.
+    pub(super) constraint: Option<(Arc<Constraint>, ConstraintTable)>,
 }
 
 impl GpuModel {
@@ -197,6 +204,7 @@ impl GpuModel {
             planner,
             kv_valid: Vec::new(),
             kv_owner: None,
+            constraint: None,
         })
     }
 
@@ -342,7 +350,7 @@ impl GpuModel {
             ));
         }
         if req.max_tokens == 0 {
-            return Ok(Progress::new().finish());
+            return Progress::new().finish();
         }
         // The last prompt token is always run: its logits choose the first new token. A
         // strategy with its own KV cache reuses a prefix only from that cache.
@@ -362,15 +370,47 @@ impl GpuModel {
         } else {
             0
         };
+        let mut sampler = req.sampler;
+        if let Some(c) = req.constraint {
+            if !self.strategies.get(req.strategy).constraints() {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "responseFormat: the {} strategy does not follow constraints; use fused \
+                     or unfused",
+                    req.strategy.name()
+                )));
+            }
+            if c.automaton.vocab.n_vocab != self.shared.config.vocab_size {
+                return Err(FuselmError::InvalidArgument(
+                    "responseFormat: the constraint was compiled for another vocabulary".into(),
+                ));
+            }
+            if !self
+                .constraint
+                .as_ref()
+                .is_some_and(|(k, _)| Arc::ptr_eq(k, c))
+            {
+                let table = ConstraintTable::upload(&self.shared.ctx, &c.automaton)?;
+                self.constraint = Some((c.clone(), table));
+            }
+            sampler.constrained = 1;
+        }
+        let constraint = match (&self.constraint, req.constraint) {
+            (Some((c, table)), Some(_)) => Some(RunConstraint {
+                automaton: &c.automaton,
+                table,
+            }),
+            _ => None,
+        };
         // Until this generation ends well, the cache holds nothing reusable.
         self.kv_valid.clear();
         self.kv_owner = owner;
         let run = Run {
             prompt: req.prompt,
             max_tokens: req.max_tokens,
-            sampler: req.sampler,
+            sampler,
             chunk_tokens: req.chunk_tokens,
             start,
+            constraint,
         };
         let mut out = self
             .strategies
@@ -391,6 +431,19 @@ impl GpuModel {
     /// `strategy/planner.rs`).
     pub fn default_strategy(&self) -> (Strategy, String) {
         self.planner.choose(&self.strategies, &self.shared)
+    }
+
+    /// [`GpuModel::default_strategy`], or for a constrained generation, when that strategy
+    /// does not follow constraints (the megakernels), fused where it can run, else unfused.
+    pub fn default_strategy_for(&self, constrained: bool) -> Strategy {
+        let (s, _) = self.default_strategy();
+        if !constrained || self.strategies.get(s).constraints() {
+            s
+        } else if self.check_strategy(Strategy::Fused).is_ok() {
+            Strategy::Fused
+        } else {
+            Strategy::Unfused
+        }
     }
 
     /// Whether `strategy` can run this model here, from what is known without building
@@ -439,6 +492,7 @@ impl GpuModel {
             sampler: SamplingOptions::default().resolve(&[])?,
             chunk_tokens: 4,
             reuse_prefix: false,
+            constraint: None,
         };
         self.generate(&request, &mut |_| true).await?;
         let context = prompt.len() as u32 + 4;

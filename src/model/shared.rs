@@ -241,7 +241,15 @@ impl Shared {
     }
 
     pub(crate) fn write_state(&self, pos: u32, n_tokens: u32) {
-        let state = DecodeState::new(pos, n_tokens);
+        self.write_state_aux(pos, n_tokens, 0);
+    }
+
+    /// [`Shared::write_state`] with `aux` (a constraint's start state).
+    pub(crate) fn write_state_aux(&self, pos: u32, n_tokens: u32, aux: u32) {
+        let state = DecodeState {
+            aux,
+            ..DecodeState::new(pos, n_tokens)
+        };
         self.ctx
             .queue
             .write_buffer(&self.acts.state, 0, bytemuck::bytes_of(&state));

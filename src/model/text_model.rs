@@ -8,6 +8,7 @@ use super::stop_text::StopText;
 use super::strategy::Strategy;
 use super::vocab::{chat_template_from, tokenizer_from_gguf};
 use crate::chat_template::{ChatMessage, ChatTemplate, TemplateError};
+use crate::constraint::{ConstraintCache, ResponseFormat, VocabBytes};
 use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
 use crate::gpu::GpuContext;
@@ -57,6 +58,14 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub reuse_prefix: Option<bool>,
+    /// What the output must be: JSON valid under a JSON Schema, any JSON object, or text a
+    /// regular expression matches. Each token is chosen among those that keep the output
+    /// valid, on the GPU (fused) or the host (unfused); the end of generation is allowed only
+    /// where the output is complete, so a generation cut by `maxTokens` ends with
+    /// `stopReason: "length"` and partial output. Default: free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub response_format: Option<ResponseFormat>,
     /// Sampling settings (temperature, topK, topP, minP, penalties, seed); greedy by default.
     #[serde(flatten)]
     pub sampling: SamplingOptions,
@@ -122,6 +131,8 @@ pub struct TextModel {
     template: Option<ChatTemplate>,
     /// [`Tokenizer::max_token_bytes`], once.
     max_token_bytes: usize,
+    /// Response formats compiled for this model's vocabulary.
+    constraints: ConstraintCache,
 }
 
 const DEFAULT_MAX_TOKENS: u32 = 128;
@@ -169,6 +180,7 @@ impl TextModel {
         Self {
             gpu,
             max_token_bytes: tokenizer.max_token_bytes(),
+            constraints: ConstraintCache::default(),
             tokenizer: Arc::new(tokenizer),
             template,
         }
@@ -278,15 +290,24 @@ impl TextModel {
         };
         let max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         let stop_ids = self.stop_ids();
+        let constraint = match &options.response_format {
+            Some(format) => {
+                let tokenizer = &self.tokenizer;
+                self.constraints
+                    .get(format, || VocabBytes::from_tokenizer(tokenizer, &stop_ids))?
+            }
+            None => None,
+        };
         let request = GenerationRequest {
             prompt: &prompt_tokens,
             max_tokens,
             strategy: options
                 .strategy
-                .unwrap_or_else(|| self.gpu.default_strategy().0),
+                .unwrap_or_else(|| self.gpu.default_strategy_for(constraint.is_some())),
             sampler: options.sampling.resolve(&stop_ids)?,
             chunk_tokens: options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS),
             reuse_prefix: options.reuse_prefix.unwrap_or(false),
+            constraint: constraint.as_ref(),
         };
         let tokenizer = &self.tokenizer;
         let mut decoder = StreamDecoder::new(false);

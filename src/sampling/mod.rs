@@ -91,7 +91,10 @@ pub struct SamplerParams {
     pub seed_lo: u32,
     pub seed_hi: u32,
     pub n_stop: u32,
-    pub _pad: [u32; 3],
+    /// 1 with a constraint: `counts`' top bit marks the ids it disallows
+    /// (constraint_mask.wgsl); set by the generation, not by the options.
+    pub constrained: u32,
+    pub _pad: [u32; 2],
     pub stop_ids: [u32; MAX_STOP_IDS],
 }
 const _: () = assert!(std::mem::size_of::<SamplerParams>() % 16 == 0);
@@ -176,7 +179,8 @@ impl SamplingOptions {
             seed_lo: seed as u32,
             seed_hi: (seed >> 32) as u32,
             n_stop: stop_ids.len() as u32,
-            _pad: [0; 3],
+            constrained: 0,
+            _pad: [0; 2],
             stop_ids: ids,
         })
     }

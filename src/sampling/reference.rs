@@ -19,6 +19,32 @@ pub fn penalize(logit: f32, count: u32, p: &SamplerParams) -> f32 {
     r - (count as f32 * p.frequency + p.presence)
 }
 
+/// The logit an id gets where a constraint disallows it (`MASKED_LOGIT` in
+/// shaders/sampler_params.wgsl): f32's lowest, so it is never the best and its q is 0.
+pub const MASKED_LOGIT: f32 = f32::MIN;
+
+/// Whether `mask` (one bit per id; None: no constraint) disallows `id`.
+fn masked(mask: Option<&[u32]>, id: u32) -> bool {
+    mask.is_some_and(|m| {
+        m.get(id as usize / 32)
+            .is_none_or(|w| w >> (id % 32) & 1 == 0)
+    })
+}
+
+/// The value the sampler ranks: the penalised logit, or [`MASKED_LOGIT`] for a disallowed id.
+fn value(
+    logit: f32,
+    id: u32,
+    counts: &HashMap<u32, u32>,
+    p: &SamplerParams,
+    mask: Option<&[u32]>,
+) -> f32 {
+    if masked(mask, id) {
+        return MASKED_LOGIT;
+    }
+    penalize(logit, counts.get(&id).copied().unwrap_or(0), p)
+}
+
 /// Occurrences of each id in `sequence[position - last_n .. position]` (saturating at 0; the
 /// end is clamped to the sequence's length).
 pub fn window_counts(sequence: &[u32], position: usize, last_n: u32) -> HashMap<u32, u32> {
@@ -47,11 +73,16 @@ fn order_key(z: f32, id: u32) -> u64 {
 
 /// The greedy choice: the largest penalised logit, ties to the lowest id, NaN never chosen;
 /// `None` when every logit is NaN (the sampler then returns 0).
-fn argmax(logits: &[f32], counts: &HashMap<u32, u32>, p: &SamplerParams) -> Option<u32> {
+fn argmax(
+    logits: &[f32],
+    counts: &HashMap<u32, u32>,
+    p: &SamplerParams,
+    mask: Option<&[u32]>,
+) -> Option<u32> {
     let mut best: Option<(f32, u32)> = None;
     for (i, &l) in logits.iter().enumerate() {
         let id = i as u32;
-        let v = penalize(l, counts.get(&id).copied().unwrap_or(0), p);
+        let v = value(l, id, counts, p, mask);
         if v.is_nan() {
             continue;
         }
@@ -70,8 +101,19 @@ pub fn candidates(
     counts: &HashMap<u32, u32>,
     p: &SamplerParams,
 ) -> Vec<(u32, f32)> {
+    candidates_masked(logits, counts, p, None)
+}
+
+/// [`candidates`] where `mask` (one bit per id) allows only some ids: the others rank with
+/// [`MASKED_LOGIT`] (q = 0: never drawn).
+pub fn candidates_masked(
+    logits: &[f32],
+    counts: &HashMap<u32, u32>,
+    p: &SamplerParams,
+    mask: Option<&[u32]>,
+) -> Vec<(u32, f32)> {
     if p.greedy() {
-        return argmax(logits, counts, p)
+        return argmax(logits, counts, p, mask)
             .map(|id| vec![(id, 1.0)])
             .unwrap_or_default();
     }
@@ -80,8 +122,7 @@ pub fn candidates(
         .enumerate()
         .map(|(i, &l)| {
             let id = i as u32;
-            let c = counts.get(&id).copied().unwrap_or(0);
-            (penalize(l, c, p) * p.inv_temperature, id)
+            (value(l, id, counts, p, mask) * p.inv_temperature, id)
         })
         .filter(|(v, _)| !v.is_nan())
         .collect();
@@ -129,10 +170,21 @@ pub fn candidates(
 /// The id the sampler chooses for the token at sequence `position` (the RNG counter) given the
 /// raw `logits` and the penalty window's `counts` ([`window_counts`]).
 pub fn sample(logits: &[f32], counts: &HashMap<u32, u32>, p: &SamplerParams, position: u32) -> u32 {
+    sample_masked(logits, counts, p, position, None)
+}
+
+/// [`sample`] where `mask` (one bit per id) allows only some ids.
+pub fn sample_masked(
+    logits: &[f32],
+    counts: &HashMap<u32, u32>,
+    p: &SamplerParams,
+    position: u32,
+    mask: Option<&[u32]>,
+) -> u32 {
     if p.greedy() {
-        return argmax(logits, counts, p).unwrap_or(0);
+        return argmax(logits, counts, p, mask).unwrap_or(0);
     }
-    let cands = candidates(logits, counts, p);
+    let cands = candidates_masked(logits, counts, p, mask);
     let Some(&(last, _)) = cands.last() else {
         return 0;
     };

@@ -103,6 +103,18 @@ impl ModelInfo {
 // defines `Symbol.dispose` where the browser has it. Keep them in step with the methods below
 // (the `.d.ts` snapshot and the TS wrapper in js/ check them).
 #[wasm_bindgen(typescript_custom_section)]
+const JSON_SCHEMA_TS: &str = r#"
+/** A JSON value. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * A JSON Schema (draft 2020-12 keywords; README.md, "Structured output", lists those that
+ * constrain generation — any other is a typed `constraint` error naming it).
+ */
+export type JsonSchema = boolean | { [keyword: string]: JsonValue };
+"#;
+
+#[wasm_bindgen(typescript_custom_section)]
 const MODEL_TS: &str = r#"
 /**
  * Called for every generated token with the text it releases (possibly "": an incomplete

@@ -10,6 +10,8 @@ import { existsSync, statSync } from "node:fs";
 import { launch } from "../site/chromium.mjs";
 import { openPage, assertNoProblems, startServer, root, realModel } from "../site/page.mjs";
 import { trackGpuBuffers } from "../site/gpu-buffers.mjs";
+import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 
 /** The synthetic model with every matrix in Q8_0: one weight format, so each load compiles a
  * third of the kernels the mixed-format one needs (loads dominate this file's time on SwiftShader). */
@@ -226,6 +228,70 @@ test("chat.completions has the OpenAI shape and reuses the KV cache of earlier t
   // The second turn's prompt starts with the first turn's prompt: all of it is reused.
   assert.ok(last.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens, JSON.stringify(last.usage));
   assert.equal(fresh.usage.prompt_tokens_details.cached_tokens, 0);
+  assertNoProblems(problems);
+});
+
+test("structured output: responseFormat and response_format give valid JSON, the same on fused and unfused", async () => {
+  const schema = {
+    type: "object",
+    properties: {
+      name: { type: "string", maxLength: 12 },
+      age: { type: "integer", minimum: 0, maximum: 120 },
+      role: { enum: ["admin", "user", "guest"] },
+    },
+    required: ["name", "age", "role"],
+    additionalProperties: false,
+  };
+  const { page, problems } = await sdkPage();
+  const out = await page.evaluate(async ({ url, schema }) => {
+    const kind = (e) => (e instanceof window.f.FuselmError ? `${e.kind}: ${e.message}` : `untyped: ${e}`);
+    const m = await window.f.loadModel(url, { nCtx: 256 });
+    const responseFormat = { type: "json_schema", schema };
+    const run = (strategy, extra = {}) => m.generate("Hello", { maxTokens: 80, responseFormat, strategy, ...extra }).result();
+    const fused = await run("fused");
+    const unfused = await run("unfused");
+    const sampled = [await run("fused", { temperature: 0.9, seed: 5 }), await run("unfused", { temperature: 0.9, seed: 5 })];
+    const messages = [{ role: "user", content: "Who is it?" }];
+    const chat = await m.chat.completions.create({
+      messages,
+      max_tokens: 80,
+      response_format: { type: "json_schema", json_schema: { name: "person", schema, strict: true } },
+    });
+    const object = await m.chat.completions.create({ messages, max_tokens: 80, response_format: { type: "json_object" } });
+    const regex = await m.generate("Hi", { maxTokens: 20, responseFormat: { type: "regex", pattern: "[0-9]{3}-[a-z]{2}" } }).result();
+    const errors = [];
+    for (const bad of [{ type: "json_schema", schema: { type: "string", not: {} } }, { type: "regex", pattern: "(" }, { type: "yaml" }]) {
+      errors.push(await m.generate("Hi", { responseFormat: bad }).result().then(() => "resolved", kind));
+    }
+    errors.push(await m.chat.completions.create({ messages, response_format: { type: "json_schema" } }).then(() => "resolved", kind));
+    const megakernel = await m.generate("Hi", { responseFormat, strategy: "megakernel" }).result().then(() => "resolved", kind);
+    const after = (await m.generate("Hi", { maxTokens: 3 }).result()).tokens.length;
+    await m.dispose();
+    return { fused, unfused, sampled, chat, object, regex, errors, megakernel, after };
+  }, { url: model, schema });
+  const ajv = new Ajv2020({ strict: true });
+  addFormats(ajv);
+  const valid = ajv.compile(schema);
+  for (const [name, r] of [["fused", out.fused], ["unfused", out.unfused], ["sampled fused", out.sampled[0]], ["sampled unfused", out.sampled[1]]]) {
+    assert.equal(r.stopReason, "end-of-generation", `${name}: ${r.text}`);
+    assert.ok(valid(JSON.parse(r.text)), `${name}: ${r.text} ${JSON.stringify(valid.errors)}`);
+  }
+  assert.deepEqual(out.fused.tokens, out.unfused.tokens, "greedy: fused (GPU mask) vs unfused (host mask)");
+  assert.deepEqual(out.sampled[0].tokens, out.sampled[1].tokens, "seeded: fused vs unfused");
+  assert.equal(out.chat.choices[0].finish_reason, "stop");
+  assert.ok(valid(JSON.parse(out.chat.choices[0].message.content)), out.chat.choices[0].message.content);
+  const object = out.object.choices[0];
+  if (object.finish_reason === "stop") assert.equal(typeof JSON.parse(object.message.content), "object");
+  else assert.match(object.message.content, /^\{/);
+  // Six characters, then only the end of generation is allowed.
+  assert.equal(out.regex.stopReason, "end-of-generation");
+  assert.match(out.regex.text, /^[0-9]{3}-[a-z]{2}$/);
+  assert.match(out.errors[0], /^constraint: .*unsupported JSON Schema keyword "not" at #/);
+  assert.match(out.errors[1], /^constraint: .*regular expression/);
+  assert.match(out.errors[2], /^invalid-argument: /);
+  assert.match(out.errors[3], /^invalid-argument: response_format.json_schema/);
+  assert.match(out.megakernel, /^invalid-argument: responseFormat: the megakernel strategy/);
+  assert.equal(out.after, 3, "the model still works");
   assertNoProblems(problems);
 });
 

@@ -1,8 +1,10 @@
 //! `fuselm generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--strategy S]
 //! [--calibrate] [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--stop TEXT ...]
-//! [--json] [--tune NAME=VALUE ...]` (`--tune`: kernel measurement settings, see `--help`).
+//! [--json-schema FILE | --json-object | --regex PATTERN] [--max-depth N] [--json]
+//! [--tune NAME=VALUE ...]` (`--tune`: kernel measurement settings, see `--help`).
 
 use crate::tune_args::TuneArgs;
+use fuselm::constraint::ResponseFormat;
 use fuselm::gpu::GpuContext;
 use fuselm::model::{CalibrateOptions, GenerateOptions, LoadOptions, Prompt, Strategy, TextModel};
 use fuselm::sampling::SamplingOptions;
@@ -71,6 +73,19 @@ pub struct GenerateArgs {
     /// A stop sequence (repeatable): generation ends when the text contains it; it is not printed.
     #[arg(long)]
     stop: Vec<String>,
+    /// The output must be JSON valid under the JSON Schema in FILE (README: "Structured
+    /// output" lists the keywords).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json_object", "regex"])]
+    json_schema: Option<PathBuf>,
+    /// The output must be a JSON object.
+    #[arg(long, conflicts_with = "regex")]
+    json_object: bool,
+    /// The whole output must match this regular expression (Rust regex syntax).
+    #[arg(long, value_name = "PATTERN")]
+    regex: Option<String>,
+    /// With --json-schema or --json-object: nesting levels unrolled (default 5).
+    #[arg(long)]
+    max_depth: Option<u32>,
     /// Print one JSON object (prompt ids, generated ids, text, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
@@ -78,11 +93,36 @@ pub struct GenerateArgs {
     tune: TuneArgs,
 }
 
+/// The response format the flags ask for (None: free text).
+fn response_format(args: &GenerateArgs) -> Result<Option<ResponseFormat>, Box<dyn Error>> {
+    if args.max_depth.is_some() && args.json_schema.is_none() && !args.json_object {
+        return Err("--max-depth needs --json-schema or --json-object".into());
+    }
+    Ok(if let Some(path) = &args.json_schema {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let schema = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        Some(ResponseFormat::JsonSchema {
+            schema,
+            max_depth: args.max_depth,
+        })
+    } else if args.json_object {
+        Some(ResponseFormat::JsonObject {
+            max_depth: args.max_depth,
+        })
+    } else {
+        args.regex.as_ref().map(|pattern| ResponseFormat::Regex {
+            pattern: pattern.clone(),
+        })
+    })
+}
+
 pub fn run(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     pollster::block_on(run_async(args))
 }
 
 async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
+    let response_format = response_format(&args)?;
     let bytes = std::fs::read(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
     let load_start = std::time::Instant::now();
     let mut context = args.tune.context_options()?;
@@ -108,8 +148,17 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
                 eprintln!("[calibration {}]", serde_json::to_string(&c)?);
             }
             let (s, why) = model.gpu().default_strategy();
-            eprintln!("[strategy {why}]");
-            s
+            let constrained = model.gpu().default_strategy_for(response_format.is_some());
+            if constrained == s {
+                eprintln!("[strategy {why}]");
+            } else {
+                eprintln!(
+                    "[strategy {}: {} does not follow constraints]",
+                    constrained.name(),
+                    s.name()
+                );
+            }
+            constrained
         }
     };
     let options = GenerateOptions {
@@ -120,6 +169,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         chunk_tokens: args.chunk_tokens,
         stop: Some(args.stop),
         reuse_prefix: None,
+        response_format,
         sampling: SamplingOptions {
             temperature: args.temperature,
             top_k: args.top_k,

@@ -91,6 +91,11 @@ impl GenerationStrategy for Fused {
         true
     }
 
+    /// The constraint's mask before the head, its state advanced by sample_choose.
+    fn constraints(&self) -> bool {
+        true
+    }
+
     /// Fused on GPUs; not on software adapters, where a dispatch costs little next to the work
     /// (fused measured 0.8–1.2× unfused on lavapipe's toy grid and 0.4–0.6× on SwiftShader).
     fn pitch(&self, m: &Shared) -> Pitch {
@@ -177,9 +182,19 @@ async fn generate(
     let p = &run.sampler;
     let sampling = !p.greedy();
     let n = run.prompt.len() as u32;
-    let mut prog = Progress::new();
+    let mut prog = Progress::of(run);
     m.write_sampler(p, run.prompt);
     let last = m.prefill_all_but_last(run.prompt, run.start)?;
+    // With a constraint: its mask before each head, its state (from the start) in state.aux.
+    let constrained;
+    let choice = match run.constraint {
+        Some(c) => {
+            constrained = fused.choice.constrained(&m.ctx, c.table)?;
+            m.write_state_aux(last, n - last, c.table.start);
+            &constrained
+        }
+        None => &fused.choice,
+    };
     prog.out.submits += u64::from((last - run.start).div_ceil(m.acts.max_batch.max(1)));
     prog.out.dispatches += u64::from(m.prefill.dispatches()) * prog.out.submits;
     let ctx = &m.ctx;
@@ -191,7 +206,7 @@ async fn generate(
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
         m.prefill.record_body(&mut pass, n - last)?;
-        fused.choice.record(&mut pass, sampling);
+        choice.record(&mut pass, sampling);
     }
     let read = StagedRead::copy_pooled(
         &ctx.device,
@@ -203,8 +218,7 @@ async fn generate(
     );
     pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), 1, false));
     prog.out.submits += 1;
-    prog.out.dispatches +=
-        u64::from(m.prefill.dispatches() - 2 + fused.choice.dispatches(sampling));
+    prog.out.dispatches += u64::from(m.prefill.dispatches() - 2 + choice.dispatches(sampling));
     // Tokens whose steps are recorded.
     let mut recorded = 1u32;
     // Chunks start at FIRST_CHUNK steps: the host records the next chunk before it waits for
@@ -212,7 +226,7 @@ async fn generate(
     // longer than the prompt's GPU work (TTFT ~13 ms natively, ~36 ms in wasm, at 32). They
     // grow only while the GPU is the bound (`ChunkRamp`).
     let mut ramp = ChunkRamp::new(FIRST_CHUNK, run.chunk_tokens);
-    let head_dispatches = u64::from(fused.choice.dispatches(sampling));
+    let head_dispatches = u64::from(choice.dispatches(sampling));
 
     while let Some((read, count, decode)) = pending.pop_front() {
         // Keep the GPU busy: queue the next chunk before waiting for this one.
@@ -227,7 +241,7 @@ async fn generate(
                     // The step producing token index recorded + i sees n + recorded + i keys.
                     let len = n + recorded + i;
                     fused.decode.record_body(&mut pass, &mut set, len)?;
-                    fused.choice.record(&mut pass, sampling);
+                    choice.record(&mut pass, sampling);
                     set.touched(0);
                     prog.out.dispatches +=
                         u64::from(fused.decode.body_dispatches(len)) + head_dispatches;
@@ -260,9 +274,9 @@ async fn generate(
         }
         for &id in ids.iter().take(count as usize) {
             if !prog.accept(id, p, run.max_tokens, on_token) {
-                return Ok(prog.finish());
+                return prog.finish();
             }
         }
     }
-    Ok(prog.finish())
+    prog.finish()
 }

@@ -236,7 +236,7 @@ pub(super) async fn generate(
 ) -> Result<TokenGeneration> {
     let p = &run.sampler;
     let n = run.prompt.len() as u32;
-    let mut prog = Progress::new();
+    let mut prog = Progress::of(run);
     m.write_sampler(p, run.prompt);
     let ctx = &m.ctx;
     ctx.queue
@@ -301,11 +301,11 @@ pub(super) async fn generate(
         for &id in &ids[accepted..made] {
             accepted += 1;
             if !prog.accept(id, p, run.max_tokens, on_token) {
-                return Ok(prog.finish());
+                return prog.finish();
             }
         }
         finished = made == run.max_tokens as usize || st.done != 0;
-        if !finished && st._pad == 2 {
+        if !finished && st.aux == 2 {
             let workgroups = grid.unwrap_or(1);
             return Err(FuselmError::Gpu(format!(
                 "a grid barrier of the grid megakernel timed out at position {}: this \
@@ -315,7 +315,7 @@ pub(super) async fn generate(
             )));
         }
         if !finished && st.pos == last_pos {
-            return Err(FuselmError::Gpu(if st._pad == 1 {
+            return Err(FuselmError::Gpu(if st.aux == 1 {
                 format!(
                     "the adapter ended a megakernel dispatch before it finished one \
                      position (at {}): its per-invocation loop limit (lavapipe's) is below \
@@ -326,7 +326,7 @@ pub(super) async fn generate(
                 format!(
                     "a megakernel dispatch made no progress (position {}, done {}, flag \
                      {})",
-                    st.pos, st.done, st._pad
+                    st.pos, st.done, st.aux
                 )
             }));
         }
@@ -335,5 +335,5 @@ pub(super) async fn generate(
             expected = made as u32; // it stopped early: record more
         }
     }
-    Ok(prog.finish())
+    prog.finish()
 }

@@ -87,6 +87,11 @@ pub(crate) trait GenerationStrategy {
         false
     }
 
+    /// Whether it follows a constraint (`Run::constraint`).
+    fn constraints(&self) -> bool {
+        false
+    }
+
     /// Runs `run` (the prompt's KV rows before `run.start` are in its cache), handing each
     /// token to `on_token` as it reaches the host.
     fn generate<'a>(

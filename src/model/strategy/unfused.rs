@@ -55,6 +55,11 @@ impl GenerationStrategy for Unfused {
         Box::pin(async { Ok(()) })
     }
 
+    /// The constraint's mask applied on the host, with the CPU reference sampler.
+    fn constraints(&self) -> bool {
+        true
+    }
+
     fn dispatches_per_step(&self, _: &Shared, _sampling: bool) -> Result<u32> {
         Ok(self.decode.dispatches())
     }
@@ -78,7 +83,7 @@ impl Unfused {
     ) -> Result<TokenGeneration> {
         let p = &run.sampler;
         let n = run.prompt.len() as u32;
-        let mut prog = Progress::new();
+        let mut prog = Progress::of(run);
         let mut sequence = run.prompt.to_vec();
         let last = m.prefill_all_but_last(run.prompt, run.start)?;
         prog.out.submits += u64::from((last - run.start).div_ceil(m.acts.max_batch.max(1)));
@@ -133,12 +138,16 @@ impl Unfused {
             let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&read.read(&ctx.device).await?);
             let position = n + i;
             let counts = reference::window_counts(&sequence, position as usize, p.penalty_last_n);
-            let id = reference::sample(&logits, &counts, p, position);
+            let mask = run
+                .constraint
+                .zip(prog.constraint_state())
+                .map(|(c, s)| c.automaton.mask(s));
+            let id = reference::sample_masked(&logits, &counts, p, position, mask);
             sequence.push(id);
             if !prog.accept(id, p, run.max_tokens, on_token) {
                 break;
             }
         }
-        Ok(prog.finish())
+        prog.finish()
     }
 }

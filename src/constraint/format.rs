@@ -1,0 +1,85 @@
+//! The response formats a generation may ask for, and their compilation over a vocabulary.
+
+use super::byte_dfa::ByteDfa;
+use super::error::ConstraintError;
+use super::json_schema::{any_object_regex, schema_regex};
+use super::token_automaton::TokenAutomaton;
+use super::vocab_bytes::VocabBytes;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Nesting of arrays and objects (and recursive `$ref`s) unrolled when none is given.
+pub const DEFAULT_MAX_DEPTH: u32 = 5;
+/// The deepest nesting a format may ask for.
+pub const MAX_DEPTH: u32 = 12;
+
+/// What the generated text must be. In TypeScript:
+/// `{ type: "json_schema", schema, maxDepth? } | { type: "json_object", maxDepth? } |
+/// { type: "regex", pattern } | { type: "text" }`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub enum ResponseFormat {
+    /// Free text: no constraint.
+    Text,
+    /// JSON valid under `schema` (README.md, "Structured output", lists the keywords).
+    #[serde(rename_all = "camelCase")]
+    JsonSchema {
+        #[cfg_attr(target_arch = "wasm32", tsify(type = "JsonSchema"))]
+        schema: serde_json::Value,
+        /// Nesting levels unrolled for recursive schemas (default 5, at most 12).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+        max_depth: Option<u32>,
+    },
+    /// Any JSON object.
+    #[serde(rename_all = "camelCase")]
+    JsonObject {
+        /// Nesting levels of arrays and objects (default 5, at most 12).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+        max_depth: Option<u32>,
+    },
+    /// Text the whole regular expression matches (Rust `regex` syntax).
+    Regex { pattern: String },
+}
+
+impl ResponseFormat {
+    /// The regular expression the output must match; None for free text.
+    pub fn regex(&self) -> Result<Option<String>, ConstraintError> {
+        let depth = |d: &Option<u32>| -> Result<u32, ConstraintError> {
+            match d.unwrap_or(DEFAULT_MAX_DEPTH) {
+                d @ 1..=MAX_DEPTH => Ok(d),
+                d => Err(ConstraintError::InvalidSchema {
+                    path: "maxDepth".into(),
+                    reason: format!("must be 1..={MAX_DEPTH}, got {d}"),
+                }),
+            }
+        };
+        Ok(match self {
+            ResponseFormat::Text => None,
+            ResponseFormat::JsonSchema { schema, max_depth } => {
+                Some(schema_regex(schema, depth(max_depth)?)?)
+            }
+            ResponseFormat::JsonObject { max_depth } => Some(any_object_regex(depth(max_depth)?)),
+            ResponseFormat::Regex { pattern } => Some(pattern.clone()),
+        })
+    }
+
+    /// The compiled constraint over `vocab`; None for free text.
+    pub fn compile(&self, vocab: &Arc<VocabBytes>) -> Result<Option<Constraint>, ConstraintError> {
+        let Some(regex) = self.regex()? else {
+            return Ok(None);
+        };
+        let dfa = ByteDfa::new(&regex)?;
+        Ok(Some(Constraint {
+            automaton: TokenAutomaton::new(dfa, vocab.clone())?,
+        }))
+    }
+}
+
+/// A compiled constraint: the token automaton (the CPU reference) whose tables the GPU uses.
+#[derive(Debug)]
+pub struct Constraint {
+    pub automaton: TokenAutomaton,
+}

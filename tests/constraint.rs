@@ -1,0 +1,446 @@
+//! Constrained generation on lavapipe (the CPU engine's own unit tests are in src/constraint):
+//!
+//! * the GPU mask (constraint_mask.wgsl) equals the CPU automaton's mask, bit for bit, for
+//!   random reachable states of several constraints, over the synthetic byte vocabulary and
+//!   SmolLM2's 49,152 tokens;
+//! * fused (mask and state on the GPU) and unfused (the host's CPU reference sampler) generate
+//!   identical ids, greedy and sampled, and the host's check of every GPU choice passes;
+//! * fused's constrained greedy ids equal the CPU reference model's masked argmax;
+//! * every output is valid: JSON Schema outputs by the `jsonschema` crate (an independent
+//!   validator) over the schema corpus in tests/fixtures/schemas, regexes by the `regex` crate;
+//! * bad formats are typed `constraint` errors naming the keyword; the megakernel refuses a
+//!   constraint and the default strategy then follows it.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use fuselm::constraint::{ResponseFormat, VocabBytes};
+use fuselm::error::ErrorKind;
+use fuselm::gguf::Gguf;
+use fuselm::gpu::{read_buffer, GpuContext};
+use fuselm::kernels::constraint::{ConstraintMask, ConstraintTable};
+use fuselm::kernels::DecodeState;
+use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
+use fuselm::model::{GenerateOptions, LoadOptions, Prompt, StopReason, Strategy, TextModel};
+use fuselm::sampling::SamplingOptions;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+async fn load_synthetic() -> TextModel {
+    let bytes = synthetic_llama(&SyntheticSpec::default());
+    let ctx = GpuContext::new().await.expect("gpu");
+    let options = LoadOptions {
+        n_ctx: Some(256),
+        max_batch: Some(16),
+        kv_f16: None,
+        strategy: None,
+    };
+    TextModel::load(ctx, &bytes, &options)
+        .await
+        .expect("load synthetic model")
+}
+
+fn schema(v: Value) -> ResponseFormat {
+    ResponseFormat::JsonSchema {
+        schema: v,
+        max_depth: None,
+    }
+}
+
+/// A small, typical extraction schema.
+fn person() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 12},
+            "age": {"type": "integer", "minimum": 0, "maximum": 120},
+            "role": {"enum": ["admin", "user", "guest"]},
+            "active": {"type": "boolean"}
+        },
+        "required": ["name", "age", "role"],
+        "additionalProperties": false
+    })
+}
+
+fn options(
+    format: &ResponseFormat,
+    strategy: Strategy,
+    sampling: SamplingOptions,
+) -> GenerateOptions {
+    GenerateOptions {
+        max_tokens: Some(96),
+        strategy: Some(strategy),
+        response_format: Some(format.clone()),
+        sampling,
+        ..Default::default()
+    }
+}
+
+fn seeded(seed: u64) -> SamplingOptions {
+    SamplingOptions {
+        temperature: Some(0.9),
+        top_k: Some(40),
+        seed: Some(seed),
+        ..Default::default()
+    }
+}
+
+/// What an output must satisfy, checked by independent libraries.
+fn check_valid(format: &ResponseFormat, text: &str, complete: bool) {
+    match format {
+        ResponseFormat::JsonSchema { schema, .. } => {
+            if !complete {
+                return;
+            }
+            let value: Value =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            let validator = jsonschema::options()
+                .should_validate_formats(true)
+                .build(schema)
+                .expect("the corpus schemas are valid");
+            assert!(
+                validator.is_valid(&value),
+                "{text} is not valid under {schema}"
+            );
+        }
+        ResponseFormat::JsonObject { .. } => {
+            if complete {
+                let value: Value =
+                    serde_json::from_str(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+                assert!(value.is_object(), "{text}");
+            }
+        }
+        ResponseFormat::Regex { pattern } => {
+            let re = regex::Regex::new(&format!("^(?:{pattern})$")).expect("pattern");
+            if complete {
+                assert!(re.is_match(text), "{text:?} does not match {pattern}");
+            }
+        }
+        ResponseFormat::Text => {}
+    }
+}
+
+#[test]
+fn gpu_mask_equals_the_cpu_mask() {
+    pollster::block_on(async {
+        let ctx = GpuContext::new().await.expect("gpu");
+        let mask = ConstraintMask::new(&ctx).await.expect("kernel");
+        let synthetic = synthetic_llama(&SyntheticSpec::default());
+        let smol = common::default_model_bytes().await;
+        for (name, file) in [("synthetic", &synthetic), ("SmolLM2", &smol)] {
+            let gguf = Gguf::parse(file).expect("gguf");
+            let tokenizer = fuselm::model::tokenizer_from_gguf(&gguf).expect("tokenizer");
+            let eog = tokenizer.eog_ids().to_vec();
+            let vocab = Arc::new(VocabBytes::from_tokenizer(&tokenizer, &eog));
+            for format in [
+                schema(person()),
+                ResponseFormat::JsonObject { max_depth: Some(2) },
+                ResponseFormat::Regex {
+                    pattern: "(?:[0-9]{3}-)?[a-zé]{1,5}( [A-Z]+)*".into(),
+                },
+            ] {
+                let t0 = std::time::Instant::now();
+                let c = format
+                    .compile(&vocab)
+                    .expect("compiles")
+                    .expect("a constraint");
+                let a = &c.automaton;
+                eprintln!(
+                    "{name} ({} ids): {} DFA states, {} reached by tokens, {} masks, {} trie steps, compiled in {:.0?}",
+                    vocab.n_vocab,
+                    a.dfa.n_states(),
+                    a.n_token_states(),
+                    a.n_masks(),
+                    a.visits,
+                    t0.elapsed()
+                );
+                let table = ConstraintTable::upload(&ctx, a).expect("upload");
+                let n = vocab.n_vocab as usize;
+                let counts = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: (n * 4) as u64,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                let state = DecodeState::new(0, 1).create_buffer(&ctx);
+                let call = mask.bind(&ctx, &state, &table, &counts).expect("bind");
+                // Up to 24 reached states, spread over the table; the counts keep penalty
+                // counts in their low bits, which the mask must leave alone.
+                let reached: Vec<u32> = (0..a.dfa.n_states())
+                    .filter(|&s| a.mask_of_state[s as usize] != u32::MAX)
+                    .collect();
+                let step = reached.len().div_ceil(24).max(1);
+                let low: Vec<u32> = (0..n as u32).map(|i| i % 7).collect();
+                for &s in reached.iter().step_by(step) {
+                    let st = DecodeState {
+                        aux: s,
+                        ..DecodeState::new(0, 1)
+                    };
+                    ctx.queue.write_buffer(&state, 0, bytemuck::bytes_of(&st));
+                    let seeded: Vec<u32> = low
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &c)| c | ((i as u32 % 2) << 31))
+                        .collect();
+                    ctx.queue
+                        .write_buffer(&counts, 0, bytemuck::cast_slice(&seeded));
+                    let mut enc = ctx.device.create_command_encoder(&Default::default());
+                    {
+                        let mut pass = enc.begin_compute_pass(&Default::default());
+                        call.record(&mut pass);
+                    }
+                    ctx.queue.submit([enc.finish()]);
+                    let got: Vec<u32> = bytemuck::pod_collect_to_vec(
+                        &read_buffer(&ctx.device, &ctx.queue, &counts, 0, (n * 4) as u64)
+                            .await
+                            .expect("read"),
+                    );
+                    for id in 0..n as u32 {
+                        let want = low[id as usize] | if a.allowed(s, id) { 0 } else { 1 << 31 };
+                        assert_eq!(
+                            got[id as usize], want,
+                            "{name} {format:?}: state {s}, id {id}"
+                        );
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn fused_and_unfused_generate_the_same_valid_output() {
+    pollster::block_on(async {
+        let mut model = load_synthetic().await;
+        let formats = [
+            schema(person()),
+            ResponseFormat::JsonObject { max_depth: Some(3) },
+            ResponseFormat::Regex {
+                pattern: "[0-9]{3}-[a-z]{2,4}(, [a-z]{1,3})*".into(),
+            },
+        ];
+        for format in &formats {
+            for sampling in [SamplingOptions::default(), seeded(3), seeded(11)] {
+                let mut outs = Vec::new();
+                for strategy in [Strategy::Fused, Strategy::Unfused] {
+                    let r = model
+                        .generate(
+                            Prompt::Text("Hello"),
+                            &options(format, strategy, sampling.clone()),
+                            &mut |_, _| true,
+                        )
+                        .await
+                        .unwrap_or_else(|e| panic!("{format:?} {strategy:?}: {e}"));
+                    check_valid(
+                        format,
+                        &r.text,
+                        r.stop_reason == StopReason::EndOfGeneration,
+                    );
+                    outs.push((r.tokens, r.text, r.stop_reason));
+                }
+                assert_eq!(
+                    outs[0], outs[1],
+                    "{format:?} {sampling:?}: fused vs unfused"
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn the_schema_corpus_gives_valid_json() {
+    pollster::block_on(async {
+        let mut model = load_synthetic().await;
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schemas");
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .expect("corpus")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        files.sort();
+        assert!(files.len() >= 20, "{} schemas", files.len());
+        let mut complete = 0;
+        for path in &files {
+            let schema_value: Value =
+                serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
+            let format = schema(schema_value);
+            for sampling in [SamplingOptions::default(), seeded(1), seeded(2)] {
+                let mut o = options(&format, Strategy::Fused, sampling);
+                o.max_tokens = Some(200);
+                let r = model
+                    .generate(Prompt::Text("{"), &o, &mut |_, _| true)
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let done = r.stop_reason == StopReason::EndOfGeneration;
+                complete += usize::from(done);
+                check_valid(&format, &r.text, done);
+            }
+        }
+        // Most generations finish within the budget (a random model may ramble in a string).
+        assert!(
+            complete * 3 >= files.len() * 3 * 2,
+            "{complete} of {} complete",
+            files.len() * 3
+        );
+    });
+}
+
+#[test]
+fn constrained_greedy_ids_equal_the_cpu_reference() {
+    pollster::block_on(async {
+        let bytes = synthetic_llama(&SyntheticSpec::default());
+        let gguf = Gguf::parse(&bytes).expect("gguf");
+        let mut cpu =
+            fuselm::model::CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
+        let mut model = load_synthetic().await;
+        let format = schema(person());
+        let r = model
+            .generate(
+                Prompt::Text("Hello"),
+                &options(&format, Strategy::Fused, SamplingOptions::default()),
+                &mut |_, _| true,
+            )
+            .await
+            .expect("fused");
+        let tokenizer = fuselm::model::tokenizer_from_gguf(&gguf).expect("tokenizer");
+        let eog = model.stop_ids();
+        let vocab = Arc::new(VocabBytes::from_tokenizer(&tokenizer, &eog));
+        let c = format
+            .compile(&vocab)
+            .expect("compiles")
+            .expect("constraint");
+        let a = &c.automaton;
+        let n_vocab = vocab.n_vocab as usize;
+        // The CPU model runs incrementally: the prompt, then each chosen id.
+        let mut logits = cpu.forward(&r.prompt_tokens).expect("forward");
+        let mut state = a.start();
+        let mut checked = 0;
+        for &id in r.tokens.iter().chain(
+            eog.first()
+                .filter(|_| r.stop_reason == StopReason::EndOfGeneration),
+        ) {
+            let last = &logits[logits.len() - n_vocab..];
+            let mut ranked: Vec<(f32, u32)> = a
+                .allowed_ids(state)
+                .into_iter()
+                .map(|i| (last[i as usize], i))
+                .collect();
+            ranked.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+            if ranked.len() > 1 && ranked[0].0 - ranked[1].0 < 1e-3 {
+                break; // a near tie: f32 rounding may pick either
+            }
+            assert_eq!(id, ranked[0].1, "token {checked}");
+            checked += 1;
+            state = a.advance(state, id);
+            logits = cpu.forward(&[id]).expect("forward");
+        }
+        assert!(checked >= 8, "only {checked} tokens checked");
+    });
+}
+
+#[test]
+fn bad_formats_are_typed_errors_and_the_megakernel_hands_over() {
+    pollster::block_on(async {
+        let mut model = load_synthetic().await;
+        let cases = [
+            (
+                schema(json!({"type": "string", "not": {"const": "x"}})),
+                "\"not\" at #",
+            ),
+            (
+                schema(
+                    json!({"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 3}}}),
+                ),
+                "\"multipleOf\" at #/properties/a",
+            ),
+            (
+                schema(json!({"$ref": "https://example.com/s.json"})),
+                "only local references",
+            ),
+            (
+                schema(json!({"type": "string", "format": "hostname"})),
+                "format \"hostname\"",
+            ),
+            (
+                ResponseFormat::Regex {
+                    pattern: "(a".into(),
+                },
+                "regular expression",
+            ),
+            (
+                ResponseFormat::Regex {
+                    pattern: "[ab]*a[ab]{16}".into(),
+                },
+                "DFA",
+            ),
+            (
+                ResponseFormat::JsonObject {
+                    max_depth: Some(40),
+                },
+                "maxDepth",
+            ),
+        ];
+        for (format, needle) in cases {
+            let err = model
+                .generate(
+                    Prompt::Text("Hi"),
+                    &options(&format, Strategy::Fused, SamplingOptions::default()),
+                    &mut |_, _| true,
+                )
+                .await
+                .expect_err("a bad format");
+            assert_eq!(err.kind(), ErrorKind::Constraint, "{err}");
+            assert!(
+                err.to_string().contains(needle),
+                "{err} should mention {needle}"
+            );
+        }
+        // The megakernel refuses; the model still works, and without a strategy the default
+        // hands over to one that follows constraints.
+        let format = schema(person());
+        let err = model
+            .generate(
+                Prompt::Text("Hi"),
+                &options(&format, Strategy::Megakernel, SamplingOptions::default()),
+                &mut |_, _| true,
+            )
+            .await
+            .expect_err("megakernel");
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.to_string().contains("responseFormat"), "{err}");
+        let mut o = options(&format, Strategy::Fused, SamplingOptions::default());
+        o.strategy = None;
+        let r = model
+            .generate(Prompt::Text("Hi"), &o, &mut |_, _| true)
+            .await
+            .expect("default strategy");
+        check_valid(
+            &format,
+            &r.text,
+            r.stop_reason == StopReason::EndOfGeneration,
+        );
+        // Unconstrained afterwards: the flags left in the counts do not mask anything.
+        let free = GenerateOptions {
+            max_tokens: Some(8),
+            strategy: Some(Strategy::Fused),
+            ..Default::default()
+        };
+        let plain = model
+            .generate(Prompt::Text("Hi"), &free, &mut |_, _| true)
+            .await
+            .expect("free");
+        let unfused = model
+            .generate(
+                Prompt::Text("Hi"),
+                &GenerateOptions {
+                    strategy: Some(Strategy::Unfused),
+                    ..free.clone()
+                },
+                &mut |_, _| true,
+            )
+            .await
+            .expect("free unfused");
+        assert_eq!(plain.tokens, unfused.tokens);
+    });
+}
