@@ -31,7 +31,7 @@ const SENTINEL_Z: f32 = -3.40282e38; // z of an empty candidate slot (q = 0: nev
 const MASKED_BIT: u32 = 0x80000000u;
 // The logit of a disallowed id: f32's lowest, so it is never the best and its q is 0
 // (`sampling::MASKED_LOGIT`).
-const MASKED_LOGIT: f32 = -3.40282347e38;
+const MASKED_LOGIT: f32 = -0x1.fffffep+127f; // -f32::MAX, exactly
 
 // llama.cpp's repetition / frequency / presence penalties for an id seen `count` times in the
 // window (multiplying by the host-computed reciprocal instead of dividing); a disallowed id

@@ -265,7 +265,7 @@ fn the_schema_corpus_gives_valid_json() {
             let schema_value: Value =
                 serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
             let format = schema(schema_value);
-            for sampling in [SamplingOptions::default(), seeded(1), seeded(2)] {
+            for sampling in [SamplingOptions::default(), seeded(1)] {
                 let mut o = options(&format, Strategy::Fused, sampling);
                 o.max_tokens = Some(200);
                 let r = model
@@ -279,9 +279,9 @@ fn the_schema_corpus_gives_valid_json() {
         }
         // Most generations finish within the budget (a random model may ramble in a string).
         assert!(
-            complete * 3 >= files.len() * 3 * 2,
+            complete * 3 >= files.len() * 2 * 2,
             "{complete} of {} complete",
-            files.len() * 3
+            files.len() * 2
         );
     });
 }

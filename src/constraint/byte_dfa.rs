@@ -5,6 +5,7 @@
 //! breadth-first walk from the start state so only reachable states are kept.
 
 use super::error::ConstraintError;
+use super::perl_classes::ascii_perl_classes;
 use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::util::{primitives::StateID, start, syntax};
 use regex_automata::{Anchored, MatchKind};
@@ -31,8 +32,10 @@ pub struct ByteDfa {
 }
 
 impl ByteDfa {
-    /// The DFA of `pattern` matched against the whole input (anchored at both ends).
+    /// The DFA of `pattern` matched against the whole input (anchored at both ends); `\d`,
+    /// `\w`, `\s` mean what they mean in JavaScript (`perl_classes`).
     pub fn new(pattern: &str) -> Result<Self, ConstraintError> {
+        let pattern = ascii_perl_classes(pattern)?;
         let dfa = dense::Builder::new()
             .syntax(syntax::Config::new().unicode(true).utf8(true))
             .configure(

@@ -11,6 +11,7 @@ mod cache;
 mod error;
 mod format;
 mod json_schema;
+mod perl_classes;
 mod token_automaton;
 mod vocab_bytes;
 

@@ -232,14 +232,12 @@ test("chat.completions has the OpenAI shape and reuses the KV cache of earlier t
 });
 
 test("structured output: responseFormat and response_format give valid JSON, the same on fused and unfused", async () => {
+  // Short outputs (~20 tokens): fused decodes ~1 token/s on SwiftShader. The schema corpus runs
+  // natively (tests/constraint.rs).
   const schema = {
     type: "object",
-    properties: {
-      name: { type: "string", maxLength: 12 },
-      age: { type: "integer", minimum: 0, maximum: 120 },
-      role: { enum: ["admin", "user", "guest"] },
-    },
-    required: ["name", "age", "role"],
+    properties: { ok: { type: "boolean" }, n: { type: "integer", minimum: 0, maximum: 99 }, tag: { enum: ["a", "bc"] } },
+    required: ["ok", "n"],
     additionalProperties: false,
   };
   const { page, problems } = await sdkPage();
@@ -247,17 +245,17 @@ test("structured output: responseFormat and response_format give valid JSON, the
     const kind = (e) => (e instanceof window.f.FuselmError ? `${e.kind}: ${e.message}` : `untyped: ${e}`);
     const m = await window.f.loadModel(url, { nCtx: 256 });
     const responseFormat = { type: "json_schema", schema };
-    const run = (strategy, extra = {}) => m.generate("Hello", { maxTokens: 80, responseFormat, strategy, ...extra }).result();
+    const run = (strategy, extra = {}) => m.generate("Hello", { maxTokens: 40, responseFormat, strategy, ...extra }).result();
     const fused = await run("fused");
     const unfused = await run("unfused");
     const sampled = [await run("fused", { temperature: 0.9, seed: 5 }), await run("unfused", { temperature: 0.9, seed: 5 })];
     const messages = [{ role: "user", content: "Who is it?" }];
     const chat = await m.chat.completions.create({
       messages,
-      max_tokens: 80,
-      response_format: { type: "json_schema", json_schema: { name: "person", schema, strict: true } },
+      max_tokens: 40,
+      response_format: { type: "json_schema", json_schema: { name: "answer", schema, strict: true } },
     });
-    const object = await m.chat.completions.create({ messages, max_tokens: 80, response_format: { type: "json_object" } });
+    const object = await m.chat.completions.create({ messages, max_tokens: 16, response_format: { type: "json_object" } });
     const regex = await m.generate("Hi", { maxTokens: 20, responseFormat: { type: "regex", pattern: "[0-9]{3}-[a-z]{2}" } }).result();
     const errors = [];
     for (const bad of [{ type: "json_schema", schema: { type: "string", not: {} } }, { type: "regex", pattern: "(" }, { type: "yaml" }]) {
@@ -290,7 +288,7 @@ test("structured output: responseFormat and response_format give valid JSON, the
   assert.match(out.errors[1], /^constraint: .*regular expression/);
   assert.match(out.errors[2], /^invalid-argument: /);
   assert.match(out.errors[3], /^invalid-argument: response_format.json_schema/);
-  assert.match(out.megakernel, /^invalid-argument: responseFormat: the megakernel strategy/);
+  assert.match(out.megakernel, /^invalid-argument: .*responseFormat: the megakernel strategy does not follow constraints/);
   assert.equal(out.after, 3, "the model still works");
   assertNoProblems(problems);
 });

@@ -29,6 +29,9 @@ import {
   type QuantUse,
   type GenerateOptions,
   type GenerateCallOptions,
+  type ResponseFormat,
+  type JsonSchema,
+  type JsonValue,
   type SamplingOptions,
   type Strategy,
   type GenerationChunk,
@@ -43,6 +46,7 @@ import {
   type ChatCompletion,
   type ChatCompletionChunk,
   type ChatCompletionUsage,
+  type ChatResponseFormat,
   type FinishReason,
   type AdapterReport,
   type ProbeOptions,
@@ -95,6 +99,7 @@ function describeKind(kind: ErrorKind): string {
     case "unsupported-quant": return "weight format not supported";
     case "tokenizer": return "unusable vocabulary";
     case "template": return "chat template failed";
+    case "constraint": return "response format not supported";
     case "device-lost": return "the GPU went away";
     case "aborted": return "stopped by the caller";
     case "busy": return "already generating";
@@ -319,6 +324,25 @@ export async function generate(model: Model, onText: (text: string) => void): Pr
   running.abort();
   await running.result().catch((e: unknown) => console.log(explain(e)));
 
+  // Structured output: JSON valid under a schema, decided token by token on the GPU.
+  const schema: JsonSchema = {
+    type: "object",
+    properties: { name: { type: "string", maxLength: 20 }, age: { type: "integer", minimum: 0 } },
+    required: ["name", "age"],
+    additionalProperties: false,
+  };
+  const format: ResponseFormat = { type: "json_schema", schema, maxDepth: 4 };
+  const extracted = await model.generate("Ada, 36.", { chat: true, responseFormat: format }).result();
+  if (extracted.stopReason !== "length") {
+    const value: JsonValue = JSON.parse(extracted.text) as JsonValue;
+    console.log(value);
+  }
+  await model.generate("Pick a code.", { responseFormat: { type: "regex", pattern: "[A-Z]{3}-\\d{3}" } }).text();
+  // @ts-expect-error a regex format needs its pattern
+  model.generate("Hi", { responseFormat: { type: "regex" } });
+  // @ts-expect-error "yaml" is not a response format
+  model.generate("Hi", { responseFormat: { type: "yaml" } });
+
   // @ts-expect-error generate returns a Generation at once, not a promise of the result
   const notAResult: GenerateResult = await model.generate("Hi");
   // @ts-expect-error the prompt is a string
@@ -361,6 +385,10 @@ export async function chat(model: Model, print: (s: string) => void): Promise<Ch
   const answer: string = choice.message.content;
   const finish: FinishReason = choice.finish_reason;
   const usage: ChatCompletionUsage = completion.usage;
+  const jsonAnswer: ChatResponseFormat = { type: "json_schema", json_schema: { name: "colour", schema: { enum: ["red", "blue"] }, strict: true } };
+  const picked = await completions.create({ messages, max_tokens: 8, response_format: jsonAnswer });
+  console.log(picked.choices[0].message.content);
+  await completions.create({ messages, response_format: { type: "json_object" } });
   console.log(completion.id, completion.object, completion.created, completion.model, finish, usage.total_tokens);
   messages.push({ role: "assistant", content: answer }, { role: "user", content: "Another." });
 
