@@ -5,12 +5,25 @@
 import type { ChatMessage, GenerateOptions, GenerateResult, JsonSchema, ResponseFormat, Strategy } from "./wasm/fuselm.js";
 import type { Generation } from "./generation.js";
 import { FuselmError } from "./errors.js";
+import {
+  callableTools,
+  parseToolCalls,
+  templateMessages,
+  toolFormat,
+  toolInstructions,
+  withToolInstructions,
+  type ChatCompletionMessage,
+  type ChatTool,
+  type ChatToolCall,
+  type ChatToolChoice,
+} from "./tools.js";
 
-export type { ChatMessage };
+export type { ChatMessage, ChatCompletionMessage, ChatTool, ChatToolCall, ChatToolChoice };
 
 export interface ChatCompletionRequest {
-  /** The conversation so far: "system", "user" and "assistant" turns. */
-  messages: ChatMessage[];
+  /** The conversation so far: "system", "user" and "assistant" turns, assistant turns that
+   * called tools (`tool_calls`) and the tools' results (`role: "tool"`). */
+  messages: ChatCompletionMessage[];
   /** Stream chunks (`for await`) instead of returning one completion. */
   stream?: boolean;
   /** Most tokens to generate (default 128). `max_completion_tokens` is accepted too. */
@@ -42,6 +55,17 @@ export interface ChatCompletionRequest {
    * cut by `max_tokens` has `finish_reason: "length"` and is incomplete.
    */
   response_format?: ChatResponseFormat;
+  /**
+   * Functions the model may call, on any model: they are described in the system message, and
+   * the answer is held on the GPU to a call whose `arguments` follow the function's
+   * `parameters` schema (README.md, "Tool calls"). A call comes back in `message.tool_calls`
+   * with `finish_reason: "tool_calls"`.
+   */
+  tools?: ChatTool[];
+  /** "auto" (default: a call or words), "none", "required" or a named function. */
+  tool_choice?: ChatToolChoice;
+  /** Allow several calls in one answer (default true; at most 8). */
+  parallel_tool_calls?: boolean;
 }
 
 /** `response_format` of a chat request (OpenAI's shape). */
@@ -74,7 +98,15 @@ function responseFormat(f: ChatResponseFormat | undefined): ResponseFormat | und
   }
 }
 
-export type FinishReason = "stop" | "length";
+export type FinishReason = "stop" | "length" | "tool_calls";
+
+/** The answer: words, or (with `tools`) calls. */
+export type ChatCompletionAnswer =
+  | { role: "assistant"; content: string; tool_calls?: undefined }
+  | { role: "assistant"; content: null; tool_calls: ChatToolCall[] };
+
+/** A call in a stream: the whole call in one chunk, `index` its place in the answer. */
+export type ChatToolCallDelta = ChatToolCall & { index: number };
 
 export interface ChatCompletionUsage {
   prompt_tokens: number;
@@ -93,7 +125,7 @@ export interface ChatCompletion {
   /** Unix time in seconds. */
   created: number;
   model: string;
-  choices: [{ index: 0; message: { role: "assistant"; content: string }; finish_reason: FinishReason }];
+  choices: [{ index: 0; message: ChatCompletionAnswer; finish_reason: FinishReason }];
   usage: ChatCompletionUsage;
 }
 
@@ -102,7 +134,7 @@ export interface ChatCompletionChunk {
   object: "chat.completion.chunk";
   created: number;
   model: string;
-  choices: [{ index: 0; delta: { role?: "assistant"; content?: string }; finish_reason: FinishReason | null }];
+  choices: [{ index: 0; delta: { role?: "assistant"; content?: string; tool_calls?: ChatToolCallDelta[] }; finish_reason: FinishReason | null }];
   /** On the last chunk only. */
   usage?: ChatCompletionUsage;
 }
@@ -122,8 +154,26 @@ function checkRequest(request: ChatCompletionRequest): void {
     throw new FuselmError("invalid-argument", "messages must be a non-empty array of { role, content }");
   }
   for (const [i, m] of request.messages.entries()) {
-    if (typeof m !== "object" || m === null || typeof m.role !== "string" || m.role === "" || typeof m.content !== "string") {
-      throw new FuselmError("invalid-argument", `messages[${i}] must be { role: string, content: string } (roles: "system", "user", "assistant"; a template may accept more)`);
+    if (typeof m !== "object" || m === null || typeof m.role !== "string" || m.role === "") {
+      throw new FuselmError("invalid-argument", `messages[${i}] must be { role: string, content: string }`);
+    }
+    if ("tool_calls" in m && m.tool_calls !== undefined) {
+      const ok = m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.every((c) => {
+        if (typeof c !== "object" || c === null || typeof c.function?.name !== "string" || typeof c.function.arguments !== "string") return false;
+        try {
+          JSON.parse(c.function.arguments);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      if (!ok) throw new FuselmError("invalid-argument", `messages[${i}].tool_calls must be an assistant's [{ id, type: "function", function: { name, arguments: JSON text } }]`);
+    } else if (m.role === "tool") {
+      if (typeof m.content !== "string" || !("tool_call_id" in m) || typeof m.tool_call_id !== "string") {
+        throw new FuselmError("invalid-argument", `messages[${i}] must be { role: "tool", tool_call_id: string, content: string }`);
+      }
+    } else if (typeof m.content !== "string") {
+      throw new FuselmError("invalid-argument", `messages[${i}] must be { role: string, content: string } (roles: "system", "user", "assistant", "tool"; a template may accept more)`);
     }
   }
   const stop = request.stop;
@@ -131,11 +181,17 @@ function checkRequest(request: ChatCompletionRequest): void {
     throw new FuselmError("invalid-argument", "stop must be a string or an array of strings");
   }
   if (Array.isArray(stop) && stop.length > 8) throw new FuselmError("invalid-argument", "at most 8 stop sequences");
+  if (request.parallel_tool_calls !== undefined && typeof request.parallel_tool_calls !== "boolean") {
+    throw new FuselmError("invalid-argument", "parallel_tool_calls must be a boolean");
+  }
 }
 
 /** The request's settings as generate options. */
 export function chatOptions(request: ChatCompletionRequest): GenerateOptions {
   checkRequest(request);
+  if (request.tools !== undefined && request.response_format !== undefined && request.response_format.type !== "text" && request.tool_choice !== "none") {
+    throw new FuselmError("invalid-argument", "tools and a response_format other than text cannot be combined (tool calls have their own format)");
+  }
   const stop = request.stop === undefined ? undefined : typeof request.stop === "string" ? [request.stop] : request.stop;
   return {
     maxTokens: request.max_completion_tokens ?? request.max_tokens,
@@ -178,18 +234,31 @@ export function chatCompletions(
 ): ChatCompletions {
   async function create(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk, void, undefined>> {
     const options = chatOptions(request);
-    const generation = run(request.messages, options, request.signal);
+    let messages = templateMessages(request.messages);
+    const tools = callableTools(request.tools, request.tool_choice);
+    if (tools.length > 0) {
+      const words = request.tool_choice === undefined || request.tool_choice === "auto";
+      const parallel = request.parallel_tool_calls ?? true;
+      messages = withToolInstructions(messages, toolInstructions(tools, words, parallel));
+      options.responseFormat = toolFormat(tools, words, parallel);
+    }
+    const generation = run(messages, options, request.signal);
     const id = completionId();
     const created = Math.floor(Date.now() / 1000);
     const model = request.model ?? modelName();
+    /** The calls an ended generation made (tools only; not when cut by the length). */
+    const callsOf = (r: GenerateResult): ChatToolCall[] | undefined =>
+      tools.length > 0 && r.stopReason !== "length" ? parseToolCalls(r.text, tools) : undefined;
     if (!request.stream) {
       const r = await generation.result();
+      const calls = callsOf(r);
+      const message: ChatCompletionAnswer = calls ? { role: "assistant", content: null, tool_calls: calls } : { role: "assistant", content: r.text };
       return {
         id,
         object: "chat.completion",
         created,
         model,
-        choices: [{ index: 0, message: { role: "assistant", content: r.text }, finish_reason: finishReason(r) }],
+        choices: [{ index: 0, message, finish_reason: calls ? "tool_calls" : finishReason(r) }],
         usage: usage(r),
       };
     }
@@ -202,10 +271,28 @@ export function chatCompletions(
     });
     async function* chunks(): AsyncGenerator<ChatCompletionChunk, void, undefined> {
       yield chunk({ role: "assistant", content: "" }, null);
+      // With tools, text that starts like JSON is held back: a call comes as one tool_calls
+      // chunk at the end, never as content.
+      let held = tools.length > 0 ? "" : undefined;
       for await (const piece of generation) {
-        if (piece.text !== "") yield chunk({ content: piece.text }, null);
+        if (held !== undefined) {
+          held += piece.text;
+          const start = held.trimStart();
+          if (start === "" || start.startsWith("{") || start.startsWith("[")) continue;
+          yield chunk({ content: held }, null);
+          held = undefined;
+        } else if (piece.text !== "") {
+          yield chunk({ content: piece.text }, null);
+        }
       }
       const r = await generation.result();
+      const calls = callsOf(r);
+      if (calls) {
+        yield chunk({ tool_calls: calls.map((c, index) => ({ index, ...c })) }, null);
+        yield { ...chunk({}, "tool_calls"), usage: usage(r) };
+        return;
+      }
+      if (held !== undefined && held !== "") yield chunk({ content: held }, null);
       yield { ...chunk({}, finishReason(r)), usage: usage(r) };
     }
     return chunks();

@@ -23,6 +23,12 @@ export type {
   ChatCompletionChunk,
   ChatCompletionUsage,
   ChatResponseFormat,
+  ChatCompletionAnswer,
+  ChatCompletionMessage,
+  ChatTool,
+  ChatToolCall,
+  ChatToolCallDelta,
+  ChatToolChoice,
   FinishReason,
 } from "./chat.js";
 export { deleteCachedModel, type CacheMode } from "./cache.js";

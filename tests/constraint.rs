@@ -44,6 +44,7 @@ fn schema(v: Value) -> ResponseFormat {
     ResponseFormat::JsonSchema {
         schema: v,
         max_depth: None,
+        or_text: None,
     }
 }
 

@@ -14,7 +14,7 @@ pub const DEFAULT_MAX_DEPTH: u32 = 5;
 pub const MAX_DEPTH: u32 = 12;
 
 /// What the generated text must be. In TypeScript:
-/// `{ type: "json_schema", schema, maxDepth? } | { type: "json_object", maxDepth? } |
+/// `{ type: "json_schema", schema, maxDepth?, orText? } | { type: "json_object", maxDepth? } |
 /// { type: "regex", pattern } | { type: "text" }`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -31,6 +31,11 @@ pub enum ResponseFormat {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(target_arch = "wasm32", tsify(optional))]
         max_depth: Option<u32>,
+        /// Also allow free text that does not start with `{` or `[` (the model chooses: a
+        /// tool call, or an answer in words). Default: false.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+        or_text: Option<bool>,
     },
     /// Any JSON object.
     #[serde(rename_all = "camelCase")]
@@ -58,8 +63,17 @@ impl ResponseFormat {
         };
         Ok(match self {
             ResponseFormat::Text => None,
-            ResponseFormat::JsonSchema { schema, max_depth } => {
-                Some(schema_regex(schema, depth(max_depth)?)?)
+            ResponseFormat::JsonSchema {
+                schema,
+                max_depth,
+                or_text,
+            } => {
+                let json = schema_regex(schema, depth(max_depth)?)?;
+                Some(if or_text.unwrap_or(false) {
+                    format!(r"(?:{json}|(?:[^\[{{](?s:.)*)?)")
+                } else {
+                    json
+                })
             }
             ResponseFormat::JsonObject { max_depth } => Some(any_object_regex(depth(max_depth)?)),
             ResponseFormat::Regex { pattern } => Some(pattern.clone()),
@@ -82,4 +96,36 @@ impl ResponseFormat {
 #[derive(Debug)]
 pub struct Constraint {
     pub automaton: TokenAutomaton,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn or_text_allows_words_or_the_json_but_not_other_json() {
+        let call = serde_json::json!({
+            "type": "object",
+            "properties": {"name": {"const": "f"}, "arguments": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}},
+            "required": ["name", "arguments"],
+            "additionalProperties": false
+        });
+        let format = ResponseFormat::JsonSchema {
+            schema: call,
+            max_depth: None,
+            or_text: Some(true),
+        };
+        let dfa = ByteDfa::new(&format.regex().unwrap().unwrap()).unwrap();
+        for ok in [
+            "",
+            "It is sunny.",
+            "Hi {there}",
+            r#"{"name":"f","arguments":{"x":3}}"#,
+        ] {
+            assert!(dfa.matches(ok.as_bytes()), "{ok}");
+        }
+        for bad in [r#"{"name":"g","arguments":{}}"#, "[1]", "{"] {
+            assert!(!dfa.matches(bad.as_bytes()), "{bad}");
+        }
+    }
 }

@@ -433,17 +433,17 @@ impl GpuModel {
         self.planner.choose(&self.strategies, &self.shared)
     }
 
-    /// [`GpuModel::default_strategy`], or for a constrained generation, when that strategy
-    /// does not follow constraints (the megakernels), fused where it can run, else unfused.
+    /// [`GpuModel::default_strategy`]; for a constrained generation, the planner's choice among
+    /// the strategies that follow constraints (the megakernels do not).
     pub fn default_strategy_for(&self, constrained: bool) -> Strategy {
-        let (s, _) = self.default_strategy();
-        if !constrained || self.strategies.get(s).constraints() {
-            s
-        } else if self.check_strategy(Strategy::Fused).is_ok() {
-            Strategy::Fused
-        } else {
-            Strategy::Unfused
+        if !constrained {
+            return self.default_strategy().0;
         }
+        self.planner
+            .choose_among(&self.strategies, &self.shared, |s| {
+                self.strategies.get(s).constraints()
+            })
+            .0
     }
 
     /// Whether `strategy` can run this model here, from what is known without building

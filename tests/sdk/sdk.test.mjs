@@ -241,9 +241,19 @@ test("structured output: responseFormat and response_format give valid JSON, the
     additionalProperties: false,
   };
   const { page, problems } = await sdkPage();
-  const out = await page.evaluate(async ({ url, schema }) => {
+  const add = {
+    type: "function",
+    function: {
+      name: "add",
+      description: "Adds two digits",
+      parameters: { type: "object", properties: { a: { type: "integer", minimum: 0, maximum: 9 }, b: { type: "integer", minimum: 0, maximum: 9 } }, required: ["a", "b"], additionalProperties: false },
+    },
+  };
+  const echo = { type: "function", function: { name: "echo", parameters: { type: "object", properties: { s: { enum: ["x", "y"] } }, required: ["s"], additionalProperties: false } } };
+  const out = await page.evaluate(async ({ url, schema, add, echo }) => {
     const kind = (e) => (e instanceof window.f.FuselmError ? `${e.kind}: ${e.message}` : `untyped: ${e}`);
-    const m = await window.f.loadModel(url, { nCtx: 256 });
+    // The tools' description is ~600 tokens of this byte vocabulary.
+    const m = await window.f.loadModel(url, { nCtx: 1024 });
     const responseFormat = { type: "json_schema", schema };
     const run = (strategy, extra = {}) => m.generate("Hello", { maxTokens: 40, responseFormat, strategy, ...extra }).result();
     const fused = await run("fused");
@@ -263,10 +273,16 @@ test("structured output: responseFormat and response_format give valid JSON, the
     }
     errors.push(await m.chat.completions.create({ messages, response_format: { type: "json_schema" } }).then(() => "resolved", kind));
     const megakernel = await m.generate("Hi", { responseFormat, strategy: "megakernel" }).result().then(() => "resolved", kind);
+    // A tool call end to end (the call format compiled over this vocabulary, held on the GPU);
+    // streaming, auto, parallel calls and later turns are tests/node/chat-tools.test.mjs.
+    const callTools = [add, echo];
+    const required = await m.chat.completions.create({ messages, tools: callTools, tool_choice: "required", parallel_tool_calls: false, max_tokens: 56 });
+    errors.push(await m.chat.completions.create({ messages, tools: callTools, tool_choice: { type: "function", function: { name: "nope" } } }).then(() => "resolved", kind));
+    errors.push(await m.chat.completions.create({ messages, tools: [{ type: "function", function: { name: "bad name!" } }] }).then(() => "resolved", kind));
     const after = (await m.generate("Hi", { maxTokens: 3 }).result()).tokens.length;
     await m.dispose();
-    return { fused, unfused, sampled, chat, object, regex, errors, megakernel, after };
-  }, { url: model, schema });
+    return { fused, unfused, sampled, chat, object, regex, errors, megakernel, after, required };
+  }, { url: model, schema, add, echo });
   const ajv = new Ajv2020({ strict: true });
   addFormats(ajv);
   const valid = ajv.compile(schema);
@@ -290,6 +306,21 @@ test("structured output: responseFormat and response_format give valid JSON, the
   assert.match(out.errors[3], /^invalid-argument: response_format.json_schema/);
   assert.match(out.megakernel, /^invalid-argument: .*responseFormat: the megakernel strategy does not follow constraints/);
   assert.equal(out.after, 3, "the model still works");
+  // Tool calls: the arguments follow the function's parameters (ajv).
+  const params = { add: ajv.compile(add.function.parameters), echo: ajv.compile(echo.function.parameters) };
+  const checkCall = (c, where) => {
+    assert.equal(c.type, "function", where);
+    assert.match(c.id, /^call_/, where);
+    assert.ok(params[c.function.name], `${where}: ${c.function.name}`);
+    assert.ok(params[c.function.name](JSON.parse(c.function.arguments)), `${where}: ${c.function.arguments}`);
+  };
+  const required = out.required.choices[0];
+  assert.equal(required.finish_reason, "tool_calls", JSON.stringify(required));
+  assert.equal(required.message.content, null);
+  assert.equal(required.message.tool_calls.length, 1, "parallel_tool_calls: false");
+  checkCall(required.message.tool_calls[0], "required");
+  assert.match(out.errors[4], /^invalid-argument: .*tool_choice names nope/);
+  assert.match(out.errors[5], /^invalid-argument: .*tools\[0\]\.function\.name/);
   assertNoProblems(problems);
 });
 

@@ -105,6 +105,7 @@ fn response_format(args: &GenerateArgs) -> Result<Option<ResponseFormat>, Box<dy
         Some(ResponseFormat::JsonSchema {
             schema,
             max_depth: args.max_depth,
+            or_text: None,
         })
     } else if args.json_object {
         Some(ResponseFormat::JsonObject {

@@ -39,12 +39,23 @@ impl Planner {
 
     /// The default strategy and why.
     pub(crate) fn choose(&self, strategies: &Strategies, m: &Shared) -> (Strategy, String) {
-        if let Some(chosen) = &self.chosen {
+        self.choose_among(strategies, m, |_| true)
+    }
+
+    /// [`Planner::choose`] among the strategies `keep` accepts (a constrained generation: those
+    /// that follow constraints); the fallback when none of them is ranked.
+    pub(crate) fn choose_among(
+        &self,
+        strategies: &Strategies,
+        m: &Shared,
+        keep: impl Fn(Strategy) -> bool,
+    ) -> (Strategy, String) {
+        if let Some(chosen) = self.chosen.as_ref().filter(|c| keep(c.0)) {
             return chosen.clone();
         }
         let mut ranked = Vec::new();
         let mut fallback = None;
-        for &s in Strategy::ALL {
+        for &s in Strategy::ALL.iter().filter(|&&s| keep(s)) {
             match strategies.get(s).pitch(m) {
                 Pitch::OptIn => {}
                 Pitch::Fallback => fallback = fallback.or(Some(s)),

@@ -47,6 +47,12 @@ import {
   type ChatCompletionChunk,
   type ChatCompletionUsage,
   type ChatResponseFormat,
+  type ChatCompletionAnswer,
+  type ChatCompletionMessage,
+  type ChatTool,
+  type ChatToolCall,
+  type ChatToolCallDelta,
+  type ChatToolChoice,
   type FinishReason,
   type AdapterReport,
   type ProbeOptions,
@@ -382,7 +388,8 @@ export async function chat(model: Model, print: (s: string) => void): Promise<Ch
   // Non-streaming: one completion.
   const completion: ChatCompletion = await completions.create({ messages, max_tokens: 16, temperature: 0 });
   const [choice] = completion.choices;
-  const answer: string = choice.message.content;
+  // Without tools the answer is words; with them it may be calls instead (content null).
+  const answer: string = choice.message.content ?? "";
   const finish: FinishReason = choice.finish_reason;
   const usage: ChatCompletionUsage = completion.usage;
   const jsonAnswer: ChatResponseFormat = { type: "json_schema", json_schema: { name: "colour", schema: { enum: ["red", "blue"] }, strict: true } };
@@ -419,8 +426,32 @@ export async function chat(model: Model, print: (s: string) => void): Promise<Ch
   if (Symbol.asyncIterator in either) {
     for await (const chunk of either) print(chunk.choices[0].delta.content ?? "");
   } else {
-    print(either.choices[0].message.content);
+    print(either.choices[0].message.content ?? "");
   }
+
+  // Tool calls: described to the model, held to the parameters' schema on the GPU.
+  const weather: ChatTool = {
+    type: "function",
+    function: { name: "get_weather", description: "Weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } },
+  };
+  const choiceOfTool: ChatToolChoice = Math.random() < 0.5 ? "auto" : { type: "function", function: { name: "get_weather" } };
+  const called = await completions.create({ messages, tools: [weather], tool_choice: choiceOfTool, parallel_tool_calls: false });
+  const reply: ChatCompletionAnswer = called.choices[0].message;
+  const calls: ChatToolCall[] = reply.tool_calls ?? [];
+  const [first] = calls;
+  if (first) {
+    const { city } = JSON.parse(first.function.arguments) as { city: string };
+    const turns: ChatCompletionMessage[] = [...messages, reply, { role: "tool", tool_call_id: first.id, content: `sunny in ${city}` }];
+    const streamed = await completions.create({ messages: turns, tools: [weather], stream: true });
+    for await (const chunk of streamed) {
+      const deltas: ChatToolCallDelta[] = chunk.choices[0].delta.tool_calls ?? [];
+      for (const d of deltas) print(`${d.index}: ${d.function.name}(${d.function.arguments})`);
+    }
+  } else if (reply.content !== null) {
+    print(reply.content);
+  }
+  // @ts-expect-error tool_choice is a string or a named function
+  completions.create({ messages, tools: [weather], tool_choice: "get_weather" });
 
   // @ts-expect-error a stream is not a completion
   const notCompletion: ChatCompletion = await completions.create({ messages, stream: true });
