@@ -81,19 +81,51 @@ export function toolInstructions(tools: ChatTool[], words: boolean, parallel: bo
   return lines.join("\n");
 }
 
+/** Nesting the call format adds around the arguments: the array of calls, the call, `arguments`. */
+const WRAPPER_DEPTH = 3;
+
+/** `schema` with its local references (`#`, `#/$defs/…`, `#/definitions/…`) pointed at
+ * `prefix`-named entries of the combined schema's `$defs`, which `defs` receives. */
+function hoist(schema: JsonSchema, prefix: string, defs: { [name: string]: JsonValue }): JsonSchema {
+  const rename = (ref: string): string => {
+    if (ref === "#") return `#/$defs/${prefix}`;
+    const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
+    if (m) return `#/$defs/${prefix}.${m[2]}`;
+    throw new FuselmError("invalid-argument", `tools: ${prefix}: $ref ${JSON.stringify(ref)} must point into the parameters' $defs`);
+  };
+  const walk = (v: JsonValue): JsonValue => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (typeof v !== "object" || v === null) return v;
+    const out: { [key: string]: JsonValue } = {};
+    for (const [k, x] of Object.entries(v)) {
+      if (k === "$ref" && typeof x === "string") out[k] = rename(x);
+      else if ((k === "$defs" || k === "definitions") && typeof x === "object" && x !== null && !Array.isArray(x)) {
+        for (const [name, d] of Object.entries(x)) defs[`${prefix}.${name}`] = walk(d);
+      } else out[k] = walk(x);
+    }
+    return out;
+  };
+  // A schema (an object or a boolean) stays one after its references are renamed.
+  const top = walk(schema) as JsonSchema;
+  defs[prefix] = top;
+  return top;
+}
+
 /** The response format that holds the answer to calls of `tools` (or words too). */
 export function toolFormat(tools: ChatTool[], words: boolean, parallel: boolean): ResponseFormat {
+  const defs: { [name: string]: JsonValue } = {};
   const call = (t: ChatTool): JsonSchema => ({
     type: "object",
-    properties: { name: { const: t.function.name }, arguments: t.function.parameters ?? { type: "object" } },
+    properties: { name: { const: t.function.name }, arguments: hoist(t.function.parameters ?? { type: "object" }, t.function.name, defs) },
     required: ["name", "arguments"],
     additionalProperties: false,
   });
   const one: JsonSchema = tools.length === 1 ? call(tools[0]) : { anyOf: tools.map(call) };
-  const schema: JsonSchema = parallel
+  const schema: { [keyword: string]: JsonValue } = parallel
     ? { anyOf: [one, { type: "array", items: one, minItems: 1, maxItems: MAX_PARALLEL_CALLS }] }
-    : one;
-  return { type: "json_schema", schema, orText: words };
+    : { ...(one as { [keyword: string]: JsonValue }) };
+  schema.$defs = defs;
+  return { type: "json_schema", schema, orText: words, maxDepth: 5 + WRAPPER_DEPTH };
 }
 
 let calls = 0;

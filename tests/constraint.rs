@@ -266,7 +266,8 @@ fn the_schema_corpus_gives_valid_json() {
             let schema_value: Value =
                 serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
             let format = schema(schema_value);
-            for sampling in [SamplingOptions::default(), seeded(1)] {
+            // Greedy (seeded sampling under constraints: fused_and_unfused_generate_the_same_valid_output).
+            for sampling in [SamplingOptions::default()] {
                 let mut o = options(&format, Strategy::Fused, sampling);
                 o.max_tokens = Some(200);
                 let r = model
@@ -280,9 +281,9 @@ fn the_schema_corpus_gives_valid_json() {
         }
         // Most generations finish within the budget (a random model may ramble in a string).
         assert!(
-            complete * 3 >= files.len() * 2 * 2,
+            complete * 3 >= files.len() * 2,
             "{complete} of {} complete",
-            files.len() * 2
+            files.len()
         );
     });
 }

@@ -31,8 +31,9 @@ pub enum ResponseFormat {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(target_arch = "wasm32", tsify(optional))]
         max_depth: Option<u32>,
-        /// Also allow free text that does not start with `{` or `[` (the model chooses: a
-        /// tool call, or an answer in words). Default: false.
+        /// Also allow free text whose first non-blank character is neither `{` nor `[` (the
+        /// model chooses: a tool call, or an answer in words); the JSON may then follow up to 4
+        /// spaces or newlines. Default: false.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(target_arch = "wasm32", tsify(optional))]
         or_text: Option<bool>,
@@ -70,7 +71,9 @@ impl ResponseFormat {
             } => {
                 let json = schema_regex(schema, depth(max_depth)?)?;
                 Some(if or_text.unwrap_or(false) {
-                    format!(r"(?:{json}|(?:[^\[{{](?s:.)*)?)")
+                    // Up to 4 spaces or newlines, then the JSON or words that start with
+                    // neither `{` nor `[`.
+                    format!(r"(?:[ \n]{{0,4}}{json}|(?:[ \n]{{0,4}}[^\s\[{{](?s:.)*)?)")
                 } else {
                     json
                 })

@@ -6,19 +6,22 @@
 //! is an error. Keywords outside the subset are errors naming the keyword and where it is.
 
 use super::error::ConstraintError;
+use super::json_pattern::string_pattern;
 use serde_json::{Map, Value};
 
 /// Whitespace allowed between JSON tokens.
 const WS: &str = "[ ]?";
 /// One character of a JSON string (escapes included; no raw control characters).
-const STRING_CHAR: &str = r#"(?:[^"\\\x00-\x1F\x7F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})"#;
+/// `\uXXXX` escapes: no lone surrogate; a surrogate pair is one character.
+const STRING_CHAR: &str = r#"(?:[^"\\\x00-\x1F\x7F]|\\["\\/bfnrt]|\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2})|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})"#;
 const INTEGER: &str = "-?(?:0|[1-9][0-9]*)";
 const FRACTION: &str = r"(?:\.[0-9]+)?";
 const EXPONENT: &str = "(?:[eE][+-]?[0-9]+)?";
-const DATE: &str = "[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])";
+/// Valid days of each month (February to the 28th: a leap day is valid only in leap years).
+const DATE: &str = "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))";
 const TIME: &str = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
-const EMAIL: &str =
-    r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}";
+/// A dot-atom local part and DNS labels that neither start nor end with `-`.
+const EMAIL: &str = r"[A-Za-z0-9_%+-]{1,32}(?:\.[A-Za-z0-9_%+-]{1,32}){0,3}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?\.){1,4}[A-Za-z]{2,24}";
 const UUID: &str = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
 
 /// Keywords that only annotate (they never change what is valid).
@@ -268,16 +271,28 @@ impl Compiler<'_> {
             self.refs.set(chain - 1);
             return out;
         }
+        // const / enum: the listed values of the sibling `type` (other sibling keywords are
+        // not applied to them).
+        let typed = |v: &Value| -> bool {
+            match map.get("type") {
+                None => true,
+                Some(Value::String(t)) => has_type(v, t),
+                Some(Value::Array(ts)) => ts
+                    .iter()
+                    .any(|t| t.as_str().is_some_and(|t| has_type(v, t))),
+                Some(_) => false,
+            }
+        };
         if let Some(v) = map.get("const") {
-            return Ok(Some(literal(v)));
+            return Ok(typed(v).then(|| literal(v)));
         }
         if let Some(e) = map.get("enum") {
             let items = e
                 .as_array()
                 .filter(|a| !a.is_empty())
                 .ok_or_else(|| invalid(&format!("{path}/enum"), "must be a non-empty array"))?;
-            let alts: Vec<String> = items.iter().map(literal).collect();
-            return Ok(Some(format!("(?:{})", alts.join("|"))));
+            let alts: Vec<String> = items.iter().filter(|v| typed(v)).map(literal).collect();
+            return Ok((!alts.is_empty()).then(|| format!("(?:{})", alts.join("|"))));
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(list) = map.get(key) {
@@ -566,17 +581,52 @@ fn infer_type(map: &Map<String, Value>) -> Vec<&'static str> {
 }
 
 /// `anyOf`/`oneOf`/`allOf` members inherit their parent's other keywords (`type`, bounds …).
+/// `properties` are merged (the member's win) and `required` united; `true` is `{}`.
 fn merge_siblings(parent: &Map<String, Value>, member: &Value, keyword: &str) -> Value {
-    let Value::Object(m) = member else {
-        return member.clone();
+    let m = match member {
+        Value::Object(m) => m.clone(),
+        Value::Bool(true) => Map::new(),
+        _ => return member.clone(),
     };
-    let mut merged = m.clone();
+    let mut merged = m;
     for (k, v) in parent {
-        if k != keyword && !ANNOTATIONS.contains(&k.as_str()) && !merged.contains_key(k) {
-            merged.insert(k.clone(), v.clone());
+        if k == keyword || ANNOTATIONS.contains(&k.as_str()) {
+            continue;
+        }
+        match (k.as_str(), merged.get_mut(k), v) {
+            ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
+                for (name, s) in theirs {
+                    mine.entry(name.clone()).or_insert_with(|| s.clone());
+                }
+            }
+            ("required", Some(Value::Array(mine)), Value::Array(theirs)) => {
+                for r in theirs {
+                    if !mine.contains(r) {
+                        mine.push(r.clone());
+                    }
+                }
+            }
+            (_, None, _) => {
+                merged.insert(k.clone(), v.clone());
+            }
+            _ => {}
         }
     }
     Value::Object(merged)
+}
+
+/// Whether `v` is of JSON Schema type `t`.
+fn has_type(v: &Value, t: &str) -> bool {
+    match t {
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|x| x.fract() == 0.0),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        _ => false,
+    }
 }
 
 fn string_regex(map: &Map<String, Value>, path: &str) -> Result<String, ConstraintError> {
@@ -600,24 +650,10 @@ fn string_regex(map: &Map<String, Value>, path: &str) -> Result<String, Constrai
         let p = p
             .as_str()
             .ok_or_else(|| invalid(&format!("{path}/pattern"), "must be a string"))?;
-        // JSON Schema patterns search; anchored ones (^…$) are the common case and fit a whole
-        // value. An unanchored side may have any characters.
-        let (head, p) = match p.strip_prefix('^') {
-            Some(rest) => ("", rest),
-            None => (STRING_CHAR, p),
-        };
-        let (p, tail) = match p.strip_suffix('$').filter(|q| !q.ends_with('\\')) {
-            Some(rest) => (rest, ""),
-            None => (p, STRING_CHAR),
-        };
-        let star = |s: &str| {
-            if s.is_empty() {
-                String::new()
-            } else {
-                format!("{s}*")
-            }
-        };
-        return Ok(format!(r#""{}(?:{p}){}""#, star(head), star(tail)));
+        // Over the string's characters, as the JSON text writes them (json_pattern.rs).
+        let inner = string_pattern(p, STRING_CHAR)
+            .map_err(|e| invalid(&format!("{path}/pattern"), e.to_string()))?;
+        return Ok(format!(r#""{inner}""#));
     }
     if let Some(f) = format {
         let body = match f.as_str() {

@@ -10,6 +10,7 @@ mod byte_dfa;
 mod cache;
 mod error;
 mod format;
+mod json_pattern;
 mod json_schema;
 mod perl_classes;
 mod token_automaton;

@@ -72,6 +72,35 @@ test("tools: the model is told the functions and held to a call; the answer come
   assert.deepEqual({ type: call.type, name: call.function.name, args: JSON.parse(call.function.arguments) }, { type: "function", name: "add", args: { a: 1, b: 2 } });
 });
 
+test("parameters with $defs and $ref keep their references in the combined format", async () => {
+  const place = {
+    type: "function",
+    function: {
+      name: "book",
+      parameters: {
+        type: "object",
+        properties: { from: { $ref: "#/$defs/City" }, to: { $ref: "#/definitions/City" }, via: { type: "array", items: { $ref: "#" } } },
+        required: ["from", "to"],
+        $defs: { City: { enum: ["Paris", "Rome"] } },
+        definitions: { City: { enum: ["Paris", "Rome"] } },
+      },
+    },
+  };
+  const { completions, calls } = scripted(['{"name":"book","arguments":{"from":"Paris","to":"Rome"}}']);
+  await completions.create({ messages, tools: [place, add], tool_choice: "required" });
+  const f = calls[0].options.responseFormat;
+  assert.equal(f.maxDepth, 8, "the call format's three levels come on top of the default 5");
+  const args = f.schema.anyOf[0].anyOf[0].properties.arguments;
+  assert.deepEqual(args.properties.from, { $ref: "#/$defs/book.City" });
+  assert.deepEqual(args.properties.to, { $ref: "#/$defs/book.City" });
+  assert.deepEqual(args.properties.via.items, { $ref: "#/$defs/book" });
+  assert.deepEqual(f.schema.$defs["book.City"], { enum: ["Paris", "Rome"] });
+  assert.deepEqual(f.schema.$defs.book, args);
+  assert.equal(args.$defs, undefined);
+  const bad = { type: "function", function: { name: "x", parameters: { $ref: "https://example.com/s.json" } } };
+  await assert.rejects(scripted(["{}"]).completions.create({ messages, tools: [bad], tool_choice: "required" }), /must point into the parameters' \$defs/);
+});
+
 test("auto: words stay content; parallel calls; a named function; none", async () => {
   const words = scripted(["It is ", "3."]);
   const r = await words.completions.create({ messages, tools: [add] });
