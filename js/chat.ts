@@ -5,6 +5,7 @@
 import type { ChatMessage, GenerateOptions, GenerateResult, JsonSchema, ResponseFormat, Strategy } from "./wasm/fuselm.js";
 import type { Generation } from "./generation.js";
 import { FuselmError } from "./errors.js";
+import { checkOptions, CHAT_RULES } from "./options.js";
 import {
   callableTools,
   parseToolCalls,
@@ -176,6 +177,7 @@ function checkRequest(request: ChatCompletionRequest): void {
       throw new FuselmError("invalid-argument", `messages[${i}] must be { role: string, content: string } (roles: "system", "user", "assistant", "tool"; a template may accept more)`);
     }
   }
+  checkOptions(request, CHAT_RULES, "request");
   const stop = request.stop;
   if (stop !== undefined && typeof stop !== "string" && !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))) {
     throw new FuselmError("invalid-argument", "stop must be a string or an array of strings");

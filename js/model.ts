@@ -8,6 +8,7 @@ import { FuselmError, toFuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
 import { chatCompletions, type Chat } from "./chat.js";
 import { loadRaw, type LoadModelOptions, type ModelSource } from "./load.js";
+import { checkOptions, GENERATE_RULES, LOAD_RULES } from "./options.js";
 import type { GenerateCallOptions, Model, TokenizeOptions } from "./model-types.js";
 
 /** The model on this thread: a thin wrapper over the wasm `Model`. */
@@ -73,6 +74,8 @@ export class LocalModel implements Model {
    * runs; the worker calls it directly). */
   generateChat(messages: ChatMessage[], options: GenerateCallOptions = {}): Generation {
     const { signal, ...settings } = options;
+    const bad = optionError(settings);
+    if (bad) return this.#start(() => Promise.reject(bad), settings, signal);
     return this.#start((m, sink, o) => m.chat(messages, o, sink), settings, signal);
   }
 
@@ -81,6 +84,8 @@ export class LocalModel implements Model {
     if (typeof prompt !== "string") {
       return this.#start(() => Promise.reject(new FuselmError("invalid-argument", "prompt must be a string")), settings, signal);
     }
+    const bad = optionError(settings);
+    if (bad) return this.#start(() => Promise.reject(bad), settings, signal);
     return this.#start((m, sink, o) => m.generate(prompt, o, sink), settings, signal);
   }
 
@@ -149,15 +154,28 @@ function disposedError(): FuselmError {
   return new FuselmError("invalid-argument", "this model was disposed");
 }
 
+/** A generation's options error (named as written), if any. */
+function optionError(options: GenerateOptions): FuselmError | undefined {
+  try {
+    checkOptions(options, GENERATE_RULES);
+    return undefined;
+  } catch (e) {
+    return toFuselmError(e);
+  }
+}
+
 /**
  * Loads a GGUF model (llama family: Llama, SmolLM2, …) onto the user's GPU, streaming it: the
  * bytes go to the GPU as they arrive and the file is never held whole in memory. The header is
  * checked first, so a model the adapter cannot hold is refused (kind "limit-exceeded", with the
  * limit, needed and available) before its weights are downloaded. Other rejections:
  * "invalid-model" (not a supported GGUF), "unsupported-quant", "network", "aborted",
- * "webgpu-unavailable", "no-adapter".
+ * "webgpu-unavailable", "no-adapter"; "invalid-argument", before anything is downloaded, for an
+ * option of the wrong type or out of range (the message names it as written).
  */
 export async function loadModel(source: ModelSource, options: LoadModelOptions = {}): Promise<Model> {
+  // Checked before anything is downloaded or built.
+  checkOptions(options, LOAD_RULES);
   if (options.worker !== undefined && options.worker !== false) {
     const { loadInWorker } = await import("./worker-client.js");
     return loadInWorker(source, options);

@@ -380,3 +380,23 @@ cross_test!(
     huge_alignment_is_not_header_size,
     check_huge_alignment_is_not_header_size
 );
+
+/// What a server answers instead of a model gets a hint, not only its bytes.
+fn files_servers_answer_with_are_named() {
+    let message = |bytes: &[u8]| match Gguf::parse(bytes) {
+        Err(e @ GgufError::BadMagic { .. }) => e.to_string(),
+        other => panic!("{:?}", other.map(|_| ())),
+    };
+    assert!(message(b"<!DOCTYPE html><html>").contains("the server returned an HTML page"));
+    assert!(message(b"<html><body>").contains("HTML page"));
+    assert!(message(br#"{"error":"not found"}"#).contains("looks like JSON"));
+    assert!(message(b"<?xml version='1.0'?>").contains("XML"));
+    assert!(
+        !message(b"GGML\x03\0\0\0").contains(';'),
+        "no hint for other files"
+    );
+}
+cross_test!(
+    files_servers_answer_with,
+    files_servers_answer_with_are_named
+);

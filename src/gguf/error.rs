@@ -11,7 +11,10 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum GgufError {
     // ---- container / header ----
-    #[error("not a GGUF file: expected magic \"GGUF\" at offset 0, found {found:02x?}")]
+    #[error(
+        "not a GGUF file: expected magic \"GGUF\" at offset 0, found {found:02x?}{}",
+        magic_hint(found)
+    )]
     BadMagic { found: [u8; 4] },
     #[error("unsupported GGUF version {version} (supported: 2 and 3, little-endian){}",
         if version.swap_bytes() == 2 || version.swap_bytes() == 3 { "; this looks like a big-endian file" } else { "" })]
@@ -147,4 +150,18 @@ pub enum GgufError {
         expected: Vec<u64>,
         found: Vec<u64>,
     },
+}
+
+/// What a file that is not GGUF looks like, when it is something a server commonly answers with.
+fn magic_hint(found: &[u8; 4]) -> &'static str {
+    let lower = found.to_ascii_lowercase();
+    if [&b"<!do"[..], b"<htm", b"<!--", b"<hea", b"<bod"].contains(&&lower[..]) {
+        "; the server returned an HTML page, not a GGUF file (a wrong URL answered with index.html?)"
+    } else if found[0] == b'{' || found[0] == b'[' {
+        "; this looks like JSON (an error response?), not a GGUF file"
+    } else if &lower == b"<?xm" {
+        "; this is XML (an error response?), not a GGUF file"
+    } else {
+        ""
+    }
 }

@@ -120,6 +120,8 @@ test("bad sources and options are typed errors, and the page stays usable", asyn
       truncated: await kind(window.f.loadModel(bytes.subarray(0, bytes.length - 1000))),
       badSource: await kind(window.f.loadModel(42)),
       badCache: await kind(window.f.loadModel(url, { cache: "disk" })),
+      // Refused before the download: the URL does not exist.
+      badStrategy: await kind(window.f.loadModel("/no/such/model.gguf", { strategy: "turbo" })),
       abortedBefore: await kind(window.f.loadModel(url, { signal: AbortSignal.abort() })),
       badTemperature: await kind(m.generate("Hi", { temperature: -1 }).result()),
       tooLong: await kind(m.generate("Hi", { maxTokens: 64 }).result()),
@@ -127,16 +129,20 @@ test("bad sources and options are typed errors, and the page stays usable", asyn
       badRole: await kind(m.chat.completions.create({ messages: [{ role: 42, content: "x" }] })),
       badIds: await kind(m.detokenize([1e9])),
     };
+    r.htmlHint = await window.f.loadModel(new TextEncoder().encode("<!DOCTYPE html><html></html>")).then(() => "", (e) => e.message);
     r.afterwards = (await m.generate("Hi", { maxTokens: 4 }).result()).tokens.length;
     await m.dispose();
     return r;
   }, model);
+  assert.match(out.htmlHint, /the server returned an HTML page, not a GGUF file/);
+  delete out.htmlHint;
   assert.deepEqual(out, {
     missing: "FuselmError:network",
     notGguf: "FuselmError:invalid-model",
     truncated: "FuselmError:invalid-model",
     badSource: "FuselmError:invalid-argument",
     badCache: "FuselmError:invalid-argument",
+    badStrategy: "FuselmError:invalid-argument",
     abortedBefore: "FuselmError:aborted",
     badTemperature: "FuselmError:invalid-argument",
     tooLong: "FuselmError:limit-exceeded",
