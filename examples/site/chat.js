@@ -251,6 +251,7 @@ async function send(text) {
   $("status").textContent = "thinking…";
   const t0 = performance.now();
   let first, answer = "", usage, finish, failure;
+  let pieces = 0; // content chunks received (tests read it: the answer streamed)
   try {
     const stream = await model.chat.completions.create(request(abort.signal));
     for await (const chunk of stream) {
@@ -260,6 +261,7 @@ async function send(text) {
         first ??= performance.now();
         answer += delta;
         bubble.textContent = answer;
+        msg.dataset.pieces = String(++pieces);
         scrollDown();
         $("status").textContent = "generating…";
       }
