@@ -126,13 +126,15 @@ pub struct Choice {
     mask: Option<ConstraintMaskCall>,
     /// What a constrained choice is bound from.
     inputs: ChooseInputs,
+    /// The mask kernel, compiled on the first constrained generation (not at every load).
+    mask_kernel: std::cell::OnceCell<ConstraintMask>,
 }
 
-/// The choose kernel's and the mask kernel's inputs, kept to bind a constrained choice.
+/// The choose kernel and the buffers it and the mask kernel read, kept to bind a constrained
+/// choice.
 #[derive(Clone)]
 struct ChooseInputs {
     choose: SampleChoose,
-    mask: ConstraintMask,
     n_best: u32,
     n_vocab: u32,
     state: wgpu::Buffer,
@@ -193,7 +195,6 @@ impl Choice {
         )?;
         let inputs = ChooseInputs {
             choose: SampleChoose::new(ctx).await?,
-            mask: ConstraintMask::new(ctx).await?,
             n_best: head_groups(head_w),
             n_vocab: config.vocab_size,
             state: acts.state.clone(),
@@ -212,20 +213,29 @@ impl Choice {
             head_dispatches: head_w.chunks().len() as u32,
             mask: None,
             inputs,
+            mask_kernel: std::cell::OnceCell::new(),
         })
     }
 
     /// This choice with `table`'s constraint: its mask before the head, its state advanced
     /// by each chosen token (the sampler's `constrained` must be set).
-    pub fn constrained(&self, ctx: &GpuContext, table: &ConstraintTable) -> Result<Self> {
+    pub async fn constrained(&self, ctx: &GpuContext, table: &ConstraintTable) -> Result<Self> {
+        let kernel = match self.mask_kernel.get() {
+            Some(k) => k,
+            None => {
+                let k = ConstraintMask::new(ctx).await?;
+                self.mask_kernel.get_or_init(|| k)
+            }
+        };
         let i = &self.inputs;
         Ok(Self {
             head: self.head.clone(),
             select: self.select.clone(),
             choose: i.bind(ctx, &table.buffer)?,
             head_dispatches: self.head_dispatches,
-            mask: Some(i.mask.bind(ctx, &i.state, table, &i.counts)?),
+            mask: Some(kernel.bind(ctx, &i.state, table, &i.counts)?),
             inputs: i.clone(),
+            mask_kernel: std::cell::OnceCell::new(),
         })
     }
 

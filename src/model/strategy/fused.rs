@@ -189,7 +189,7 @@ async fn generate(
     let constrained;
     let choice = match run.constraint {
         Some(c) => {
-            constrained = fused.choice.constrained(&m.ctx, c.table)?;
+            constrained = fused.choice.constrained(&m.ctx, c.table).await?;
             m.write_state_aux(last, n - last, c.table.start);
             &constrained
         }
