@@ -2,7 +2,8 @@
 // penalties, and each workgroup's best (penalised) logit for greedy decoding.
 //
 //   logits[r] = penalize((W[r] . (x * norm_w)) * s, counts[r]),  s = 1 / sqrt(mean(x^2) + eps)
-//   best[g]   = (value, id) of the largest logit among this workgroup's rows (lowest id on ties)
+//   best[g]   = (value, id) of the largest logit among this workgroup's rows (lowest id on ties);
+//               (NONFINITE_Z, NONFINITE) if any of them is NaN or infinite
 //
 // ROWS_PER_WG = 32 rows per workgroup of 256: SETS row-sets of 256 / LANES rows, LANES lanes
 // per row (LANES is prepended); each lane walks its units of all the sets' rows at once, so
@@ -39,6 +40,7 @@ const UNITS: u32 = N_EMBD / 8u;
 
 var<workgroup> vals: array<f32, ROWS_PER_WG>;
 var<workgroup> flag_sh: u32;
+var<workgroup> bad_sh: array<u32, ROWS_PER_WG>; // 1: the row's logit is not finite
 
 @compute @workgroup_size(WG)
 fn main(
@@ -74,23 +76,34 @@ fn main(
         let d = row_sum(lid, acc[rs]);
         if lane == 0u {
             var v = 0.0;
+            var bad = 0u;
             if row < p.n_rows {
                 let id = p.row0 + row;
                 var count = 0u;
                 if sampler.penalties_on != 0u || sampler.constrained != 0u {
                     count = counts[id];
                 }
-                v = penalize(d * scale, count, sampler);
+                let raw = d * scale;
+                v = penalize(raw, count, sampler);
                 logits[id] = v;
+                if non_finite(raw) || non_finite(v) {
+                    v = NONFINITE_Z;
+                    bad = 1u;
+                }
             }
             vals[local] = v;
+            bad_sh[local] = bad;
         }
     }
     workgroupBarrier();
     // The workgroup's best row, over the first 32 invocations (one per row).
     let local = lid % ROWS_PER_WG;
     let row = g * ROWS_PER_WG + local;
-    let b = row_best(lid, vals[local], select(0xffffffffu, p.row0 + row, row < p.n_rows));
+    var id = select(NONE, p.row0 + row, row < p.n_rows);
+    if bad_sh[local] != 0u {
+        id = NONFINITE;
+    }
+    let b = row_best(lid, vals[local], id);
     if lid == 0u {
         best[p.best0 + g] = b;
     }

@@ -547,13 +547,18 @@ fn choose(lid: u32, wid: u32, c: u32) -> u32 {
             v = penalize(v, counts[i], sampler);
             sset(S_LOGITS + i, v);
         }
-        if v == v && (bi == NONE || better(v, i, bz, bi)) {
+        if non_finite(v) {
+            bz = NONFINITE_Z;
+            bi = NONFINITE;
+        } else if bi == NONE || better(v, i, bz, bi) {
             bz = v;
             bi = i;
         }
     }
-    if greedy {
-        return wg_best(lid, bz, bi).y;
+    // Greedy: the best id; a non-finite logit anywhere makes it NONFINITE (commit ends there).
+    let top = wg_best(lid, bz, bi).y;
+    if greedy || top == NONFINITE {
+        return top;
     }
     return sample_logits(lid, c);
 }

@@ -142,7 +142,10 @@ fn choose_grid(lid: u32, wid: u32, c: u32) -> u32 {
                 v = penalize(v, counts[r0], sampler);
             }
             sset(S_LOGITS + r0, v);
-            if v == v && (bi == NONE || better(v, r0, bz, bi)) {
+            if non_finite(v) {
+                bz = NONFINITE_Z;
+                bi = NONFINITE;
+            } else if bi == NONE || better(v, r0, bz, bi) {
                 bz = v;
                 bi = r0;
             }
@@ -154,18 +157,20 @@ fn choose_grid(lid: u32, wid: u32, c: u32) -> u32 {
         s[S_PART + 2u * wid + 1u] = mine.y;
     }
     gsync(lid);
-    if sampler.inv_temperature == 0.0 {
-        bz = 0.0;
-        bi = NONE;
-        for (var i = lid; i < GRID; i += WG) {
-            let z = bitcast<f32>(s[S_PART + 2u * i]);
-            let id = s[S_PART + 2u * i + 1u];
-            if id != NONE && (bi == NONE || better(z, id, bz, bi)) {
-                bz = z;
-                bi = id;
-            }
+    // Every workgroup's best: the choice when greedy; NONFINITE when any logit was not finite.
+    bz = 0.0;
+    bi = NONE;
+    for (var i = lid; i < GRID; i += WG) {
+        let z = bitcast<f32>(s[S_PART + 2u * i]);
+        let id = s[S_PART + 2u * i + 1u];
+        if id != NONE && (bi == NONE || better(z, id, bz, bi)) {
+            bz = z;
+            bi = id;
         }
-        return wg_best(lid, bz, bi).y;
+    }
+    let top = wg_best(lid, bz, bi).y;
+    if sampler.inv_temperature == 0.0 || top == NONFINITE {
+        return top;
     }
     var id = NONE;
     if wid == 0u {

@@ -8,7 +8,9 @@
 // with the counter-based RNG at this token's position (`draw`, sample_draw.wgsl).
 //
 // Bookkeeping (one invocation, `commit` in sample_draw.wgsl): the token is written, the
-// penalty window moves on, a stop id sets state.done, state advances; with a constraint
+// penalty window moves on, a stop id sets state.done, state advances; a non-finite logit
+// (head_logits.wgsl marks its workgroup's best) makes the token NONFINITE and ends the
+// generation; with a constraint
 // (`sampler.constrained`), its DFA state (`state.aux`) walks the token's bytes
 // (`advance_constraint`; the table's layout is `kernels::constraint`).
 
@@ -47,6 +49,8 @@ fn advance_constraint(id: u32) {
 }
 
 var<workgroup> mode_sh: u32; // 0: done, 1: greedy, 2: sample
+var<workgroup> bad_sh: atomic<u32>; // sampling: 1 when a head workgroup saw a non-finite logit
+var<workgroup> bad_u: u32;
 var<workgroup> red_z: array<f32, 256>;
 var<workgroup> red_id: array<u32, 256>;
 
@@ -100,6 +104,22 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
         id = red_id[0];
     } else {
+        // A non-finite logit anywhere ends the generation (greedy: it wins the reduction).
+        for (var i = lid; i < p.n_best; i += 256u) {
+            if best[i].y == NONFINITE {
+                atomicStore(&bad_sh, 1u);
+            }
+        }
+        workgroupBarrier();
+        if lid == 0u {
+            bad_u = atomicLoad(&bad_sh);
+        }
+        if workgroupUniformLoad(&bad_u) != 0u {
+            if lid == 0u {
+                commit(NONFINITE, p.n_ctx);
+            }
+            return;
+        }
         // Block 0 accumulates the best 128; each round brings up to 7 more lists.
         for (var s = 0u; s < SLOTS; s++) {
             load_list(s, s, lid);
@@ -122,7 +142,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         return;
     }
     commit(id, p.n_ctx);
-    if sampler.constrained != 0u && id != NONE {
+    if sampler.constrained != 0u && id != NONE && id != NONFINITE {
         advance_constraint(id);
     }
 }

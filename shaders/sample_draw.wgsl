@@ -9,6 +9,8 @@
 // * `commit`: by ONE invocation: tokens[P] = id for P = pos + n_tokens; the penalty window's
 //   counts move on (id enters, tokens[P - last_n] leaves); a stop id sets state.done, which
 //   turns every later recorded kernel into a no-op; state advances (pos = P, n_tokens = 1).
+//   NONFINITE (a non-finite logit) is written as the token, sets state.done and advances the
+//   state; the penalty window is left as it was.
 
 var<workgroup> q_sh: array<f32, MAX_CANDIDATES>;
 
@@ -67,6 +69,15 @@ fn commit(chosen: u32, n_ctx: u32) {
         id = 0u;
     }
     let at = state.pos + state.n_tokens;
+    if id == NONFINITE {
+        if at < n_ctx {
+            tokens[at] = NONFINITE;
+        }
+        state.done = 1u;
+        state.pos = at; // the megakernel's host counts tokens by position
+        state.n_tokens = 1u;
+        return;
+    }
     if at < n_ctx {
         tokens[at] = id;
     }

@@ -59,6 +59,19 @@ fn uniform01(seed_lo: u32, seed_hi: u32, position: u32) -> f32 {
     return f32(pcg(position ^ pcg(seed_lo ^ pcg(seed_hi))) >> 8u) * (1.0 / 16777216.0);
 }
 
+// A step whose logits are not all finite chooses NONFINITE (`sampling::NONFINITE_ID`): commit
+// writes it as the token and ends the generation, and the host reports a `numerical` error.
+// In the reductions of the best logit a non-finite logit enters as (NONFINITE_Z, NONFINITE),
+// which wins against every finite logit but f32::MAX itself.
+const NONFINITE: u32 = 0xfffffffeu;
+const NONFINITE_Z: f32 = 0x1.fffffep+127f; // f32::MAX
+
+// Whether v is NaN or ±infinity, read from its bits (a comparison such as v != v may be folded
+// away by a compiler that assumes finite arithmetic).
+fn non_finite(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7f800000u) == 0x7f800000u;
+}
+
 // Candidate order: larger z first, then lower id. NaN never compares better.
 fn better(az: f32, aid: u32, bz: f32, bid: u32) -> bool {
     return az > bz || (az == bz && aid < bid);

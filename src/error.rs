@@ -47,6 +47,16 @@ pub enum FuselmError {
     #[error("responseFormat: {0}")]
     Constraint(#[from] crate::constraint::ConstraintError),
 
+    /// The model's logits were not finite (NaN or infinity) at `position` (the index in the
+    /// sequence of the token being chosen): broken weights, or activations that overflowed.
+    /// The generation stops there; the model stays usable.
+    #[error(
+        "numerical failure: the logits at position {position} are not finite (NaN or \
+         infinity), after {generated} generated tokens; the model's weights or activations \
+         overflowed"
+    )]
+    Numerical { position: u32, generated: u32 },
+
     /// The generation was aborted by the caller.
     #[error("generation aborted")]
     Aborted,
@@ -88,6 +98,8 @@ pub enum ErrorKind {
     Tokenizer,
     Template,
     Constraint,
+    /// Non-finite logits ([`FuselmError::Numerical`]).
+    Numerical,
     Aborted,
     InvalidArgument,
     Busy,
@@ -109,6 +121,7 @@ impl ErrorKind {
             ErrorKind::Tokenizer => "tokenizer",
             ErrorKind::Template => "template",
             ErrorKind::Constraint => "constraint",
+            ErrorKind::Numerical => "numerical",
             ErrorKind::Aborted => "aborted",
             ErrorKind::InvalidArgument => "invalid-argument",
             ErrorKind::Busy => "busy",
@@ -135,6 +148,7 @@ impl FuselmError {
             FuselmError::Tokenizer(_) => ErrorKind::Tokenizer,
             FuselmError::Template(_) => ErrorKind::Template,
             FuselmError::Constraint(_) => ErrorKind::Constraint,
+            FuselmError::Numerical { .. } => ErrorKind::Numerical,
             FuselmError::Aborted => ErrorKind::Aborted,
             FuselmError::InvalidArgument(_) => ErrorKind::InvalidArgument,
             FuselmError::Busy(_) => ErrorKind::Busy,
@@ -163,6 +177,8 @@ mod tests {
             ErrorKind::InvalidModel,
             ErrorKind::Tokenizer,
             ErrorKind::Template,
+            ErrorKind::Constraint,
+            ErrorKind::Numerical,
             ErrorKind::Aborted,
             ErrorKind::InvalidArgument,
             ErrorKind::Busy,

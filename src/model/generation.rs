@@ -7,7 +7,7 @@ use crate::clock::now_seconds;
 use crate::constraint::TokenAutomaton;
 use crate::error::{FuselmError, Result};
 use crate::kernels::constraint::ConstraintTable;
-use crate::sampling::SamplerParams;
+use crate::sampling::{SamplerParams, NONFINITE_ID};
 use serde::{Deserialize, Serialize};
 
 /// Default decode steps per fused chunk.
@@ -94,6 +94,10 @@ pub(crate) struct Progress<'a> {
     constraint: Option<(&'a TokenAutomaton, u32)>,
     /// An id the constraint did not allow (the generation then fails).
     violation: Option<u32>,
+    /// Prompt tokens (where the generated ones start in the sequence).
+    prompt_len: u32,
+    /// The position whose logits were not finite (the generation then fails).
+    non_finite: Option<u32>,
 }
 
 impl<'a> Progress<'a> {
@@ -101,6 +105,7 @@ impl<'a> Progress<'a> {
     pub fn of(run: &Run<'a>) -> Self {
         let mut p = Self::new();
         p.constraint = run.constraint.map(|c| (c.automaton, c.automaton.start()));
+        p.prompt_len = run.prompt.len() as u32;
         p
     }
 
@@ -123,6 +128,8 @@ impl<'a> Progress<'a> {
             decode_start: start,
             constraint: None,
             violation: None,
+            prompt_len: 0,
+            non_finite: None,
         }
     }
 
@@ -131,7 +138,8 @@ impl<'a> Progress<'a> {
         self.constraint.map(|(_, s)| s)
     }
 
-    /// Takes one generated id; returns false when the generation is over.
+    /// Takes one generated id ([`NONFINITE_ID`]: the step's logits were not finite); returns
+    /// false when the generation is over.
     pub fn accept(
         &mut self,
         id: u32,
@@ -142,6 +150,10 @@ impl<'a> Progress<'a> {
         if self.out.tokens.is_empty() && self.out.prefill_seconds == 0.0 {
             self.decode_start = now_seconds();
             self.out.prefill_seconds = self.decode_start - self.start;
+        }
+        if id == NONFINITE_ID {
+            self.non_finite = Some(self.prompt_len + self.out.tokens.len() as u32);
+            return false;
         }
         if let Some((a, state)) = &mut self.constraint {
             if !a.allowed(*state, id) {
@@ -164,6 +176,12 @@ impl<'a> Progress<'a> {
     }
 
     pub fn finish(mut self) -> Result<TokenGeneration> {
+        if let Some(position) = self.non_finite {
+            return Err(FuselmError::Numerical {
+                position,
+                generated: self.out.tokens.len() as u32,
+            });
+        }
         if let Some(id) = self.violation {
             return Err(FuselmError::Gpu(format!(
                 "token {id} (after {} generated) is not allowed by the constraint: the GPU's \

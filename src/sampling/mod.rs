@@ -19,6 +19,10 @@ use serde::{Deserialize, Serialize};
 
 /// The most tokens sampling ever considers (see the module docs).
 pub const MAX_CANDIDATES: u32 = 128;
+/// The id the GPU writes for a step whose logits are not all finite (`NONFINITE` in
+/// shaders/sampler_params.wgsl): never a vocabulary id; the host turns it into
+/// [`FuselmError::Numerical`].
+pub const NONFINITE_ID: u32 = 0xffff_fffe;
 /// The most stop ids the GPU sampler checks.
 pub const MAX_STOP_IDS: usize = 16;
 const DEFAULT_PENALTY_LAST_N: u32 = 64;

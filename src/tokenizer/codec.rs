@@ -40,8 +40,8 @@ enum Model {
 pub struct Tokenizer {
     vocab: Vocab,
     model: Model,
-    /// Special ids, longest text first.
-    specials: Vec<u32>,
+    /// The tokens matched whole in text.
+    specials: special::SpecialTokens,
     /// Each token's bytes as llama.cpp's `token_to_piece(.., special = true)`.
     pieces: Vec<Box<[u8]>>,
     add_bos: bool,
@@ -90,7 +90,7 @@ impl Tokenizer {
             .map(|id| render_piece(&vocab, &model, id).into())
             .collect();
         Ok(Tokenizer {
-            specials: special::special_ids(&vocab),
+            specials: special::SpecialTokens::new(&vocab)?,
             pieces,
             add_bos,
             add_eos,
@@ -112,7 +112,7 @@ impl Tokenizer {
         if add_special && self.add_bos {
             out.extend(self.vocab.bos);
         }
-        let frags = special::partition(&self.vocab, &self.specials, text, parse_special);
+        let frags = self.specials.partition(text, parse_special);
         match &self.model {
             Model::Bpe { bpe, pre } => {
                 let mut scratch = String::new();

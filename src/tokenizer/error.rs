@@ -31,6 +31,10 @@ pub enum TokenizerError {
     /// `add_bos`/`add_eos` is requested but the matching token id is missing or out of range.
     #[error("{0} is true but the token id is missing or out of range")]
     MissingSpecialToken(&'static str),
+    /// The special tokens' matcher could not be built (more pattern bytes than it can
+    /// address).
+    #[error("the special tokens cannot be matched: {0}")]
+    SpecialTokens(String),
     /// An id passed to decode is not in the vocabulary.
     #[error("token id {id} is out of range (vocabulary size {vocab_size})")]
     UnknownTokenId { id: u32, vocab_size: usize },

@@ -13,7 +13,7 @@ use crate::kernels::DecodeState;
 use crate::model::generation::{Progress, Run, TokenGeneration};
 use crate::model::shared::Shared;
 use crate::model::step::{Step, StepKind};
-use crate::sampling::reference;
+use crate::sampling::{reference, NONFINITE_ID};
 
 pub(crate) struct Unfused {
     /// The per-operation decode step (one token), bound to the shared activations.
@@ -142,7 +142,12 @@ impl Unfused {
                 .constraint
                 .zip(prog.constraint_state())
                 .map(|(c, s)| c.automaton.mask(s));
-            let id = reference::sample_masked(&logits, &counts, p, position, mask);
+            // Non-finite logits end the generation with a `numerical` error, as on the GPU.
+            let id = if logits.iter().all(|z| z.is_finite()) {
+                reference::sample_masked(&logits, &counts, p, position, mask)
+            } else {
+                NONFINITE_ID
+            };
             sequence.push(id);
             if !prog.accept(id, p, run.max_tokens, on_token) {
                 break;

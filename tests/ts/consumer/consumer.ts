@@ -106,6 +106,7 @@ function describeKind(kind: ErrorKind): string {
     case "tokenizer": return "unusable vocabulary";
     case "template": return "chat template failed";
     case "constraint": return "response format not supported";
+    case "numerical": return "the model's numbers broke (NaN)";
     case "device-lost": return "the GPU went away";
     case "aborted": return "stopped by the caller";
     case "busy": return "already generating";

@@ -1,0 +1,183 @@
+//! Hostile input ends in a typed error within a bound, and leaves the engine usable.
+//!
+//! * Non-finite numbers: a model whose logits turn NaN or infinite ends its generation with a
+//!   `numerical` error naming the position, on every strategy, greedy and sampled — never a
+//!   normal stop (the GPU marks the step, `sampling::NONFINITE_ID`; unfused checks on the host).
+//! * Tokenizer: special-token matching is linear in the text whatever the number of special
+//!   tokens (an automaton, not a scan per token).
+//! * The corpus under `tests/hostile/`: chat templates that loop, recurse, or build strings past
+//!   any context, each with the error it must end in and a time bound loose enough for CI.
+
+mod common;
+
+use fuselm::gguf::{GgmlType, Gguf};
+use fuselm::gpu::GpuContext;
+use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
+use fuselm::model::{GenerationRequest, GpuModel, LoadOptions, Strategy, TokenGeneration};
+use fuselm::sampling::{SamplerParams, SamplingOptions};
+use fuselm::FuselmError;
+
+/// The default synthetic llama with an F32 embedding and an untied F32 head, so single rows can
+/// be poisoned without touching the others.
+fn spec() -> SyntheticSpec {
+    SyntheticSpec {
+        embedding_type: GgmlType::F32,
+        tied: false,
+        seed: 21,
+        ..SyntheticSpec::default()
+    }
+}
+
+/// `bytes` with row `row` of the F32 tensor `name` set to `value`.
+fn poison_row(bytes: &[u8], name: &str, row: usize, value: f32) -> Vec<u8> {
+    let gguf = Gguf::parse(bytes).expect("synthetic GGUF parses");
+    let t = gguf.tensor(name).expect("tensor").clone();
+    assert_eq!(t.ty, Some(GgmlType::F32), "{name} is F32");
+    let width = t.dims[0] as usize;
+    let start = t.offset as usize + row * width * 4;
+    let mut out = bytes.to_vec();
+    for k in 0..width {
+        out[start + 4 * k..start + 4 * k + 4].copy_from_slice(&value.to_le_bytes());
+    }
+    out
+}
+
+fn prompt() -> Vec<u32> {
+    b"fused kernels, one pass: "
+        .iter()
+        .map(|&b| u32::from(b))
+        .collect()
+}
+
+/// The strategies this model runs, with a chunk size each (several steps per submission).
+async fn strategies(gpu: &mut GpuModel) -> Vec<(Strategy, u32)> {
+    let mut out = vec![
+        (Strategy::Unfused, 1),
+        (Strategy::Fused, 1),
+        (Strategy::Fused, 5),
+    ];
+    if gpu.prepare_strategy(Strategy::Megakernel).await.is_ok() {
+        out.push((Strategy::Megakernel, 5));
+    }
+    if gpu.prepare_strategy(Strategy::MegakernelGrid).await.is_ok() {
+        out.push((Strategy::MegakernelGrid, 5));
+    }
+    out
+}
+
+async fn run(
+    gpu: &mut GpuModel,
+    strategy: Strategy,
+    chunk: u32,
+    sampler: SamplerParams,
+    max_tokens: u32,
+) -> Result<TokenGeneration, FuselmError> {
+    let prompt = prompt();
+    let request = GenerationRequest {
+        prompt: &prompt,
+        max_tokens,
+        strategy,
+        sampler,
+        chunk_tokens: chunk,
+        reuse_prefix: false,
+        constraint: None,
+    };
+    gpu.generate(&request, &mut |_| true).await
+}
+
+fn options() -> LoadOptions {
+    LoadOptions {
+        n_ctx: Some(64),
+        max_batch: Some(8),
+        kv_f16: Some(false),
+        strategy: None,
+    }
+}
+
+fn assert_numerical(r: Result<TokenGeneration, FuselmError>, position: u32, what: &str) {
+    match r {
+        Err(FuselmError::Numerical {
+            position: p,
+            generated,
+        }) => {
+            assert_eq!(p, position, "{what}: position");
+            assert_eq!(
+                generated,
+                position - prompt().len() as u32,
+                "{what}: generated"
+            );
+        }
+        Err(e) => panic!("{what}: expected a numerical error, got {e}"),
+        Ok(g) => panic!(
+            "{what}: expected a numerical error, got {} tokens ({:?})",
+            g.tokens.len(),
+            g.stop_reason
+        ),
+    }
+}
+
+/// A token whose embedding row is NaN: generation runs until the model chooses it, then the
+/// next step's logits are NaN and the generation fails there (greedy and sampled, every
+/// strategy); the model stays usable. An infinite head row fails the first step.
+async fn non_finite_logits_are_a_numerical_error() {
+    let healthy = synthetic_llama(&spec());
+    let greedy = SamplingOptions::default().resolve(&[]).expect("greedy");
+    let sampled = SamplingOptions {
+        temperature: Some(0.8),
+        top_k: Some(40),
+        seed: Some(7),
+        ..SamplingOptions::default()
+    }
+    .resolve(&[])
+    .expect("sampled");
+    let n = prompt().len() as u32;
+
+    // The healthy model's greedy ids: poison the embedding of the third one that is new.
+    let ctx = GpuContext::new().await.expect("gpu");
+    let mut gpu = GpuModel::load(ctx, &healthy, &options())
+        .await
+        .expect("load");
+    let want = run(&mut gpu, Strategy::Fused, 5, greedy, 8)
+        .await
+        .expect("healthy generation");
+    drop(gpu);
+    let prompt = prompt();
+    let k = (0..want.tokens.len())
+        .find(|&i| {
+            i >= 2
+                && !prompt.contains(&want.tokens[i])
+                && !want.tokens[..i].contains(&want.tokens[i])
+        })
+        .expect("a generated token not seen before");
+    let poison = want.tokens[k];
+    let bytes = poison_row(&healthy, "token_embd.weight", poison as usize, f32::NAN);
+
+    let ctx = GpuContext::new().await.expect("gpu");
+    let mut gpu = GpuModel::load(ctx, &bytes, &options()).await.expect("load");
+    for (strategy, chunk) in strategies(&mut gpu).await {
+        let what = format!("NaN embedding row, {strategy:?}/{chunk}, greedy");
+        // Token k is generated (and streamed); the step after it sees NaN.
+        assert_numerical(
+            run(&mut gpu, strategy, chunk, greedy, 8).await,
+            n + k as u32 + 1,
+            &what,
+        );
+        // Still usable: a generation that stops before the poisoned token equals the healthy one.
+        let ok = run(&mut gpu, strategy, chunk, greedy, k as u32)
+            .await
+            .unwrap_or_else(|e| panic!("{what}, after the error: {e}"));
+        assert_eq!(ok.tokens, want.tokens[..k], "{what}, after the error");
+    }
+
+    // An infinite output row: ±inf or NaN logits at the first step, sampled or not.
+    let bytes = poison_row(&healthy, "output.weight", 3, f32::INFINITY);
+    let ctx = GpuContext::new().await.expect("gpu");
+    let mut gpu = GpuModel::load(ctx, &bytes, &options()).await.expect("load");
+    for (strategy, chunk) in strategies(&mut gpu).await {
+        for (mode, sampler) in [("greedy", greedy), ("sampled", sampled)] {
+            let what = format!("infinite head row, {strategy:?}/{chunk}, {mode}");
+            assert_numerical(run(&mut gpu, strategy, chunk, sampler, 8).await, n, &what);
+        }
+    }
+}
+native_test!(non_finite_logits, non_finite_logits_are_a_numerical_error);
