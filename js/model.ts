@@ -76,7 +76,7 @@ export class LocalModel implements Model {
     const { signal, ...settings } = options;
     const bad = optionError(settings);
     if (bad) return this.#start(() => Promise.reject(bad), settings, signal);
-    return this.#start((m, sink, o) => m.chat(messages, o, sink), settings, signal);
+    return this.#start((m, sink, o, go) => m.chat(messages, o, sink, go), settings, signal);
   }
 
   generate(prompt: string, options: GenerateCallOptions = {}): Generation {
@@ -86,18 +86,24 @@ export class LocalModel implements Model {
     }
     const bad = optionError(settings);
     if (bad) return this.#start(() => Promise.reject(bad), settings, signal);
-    return this.#start((m, sink, o) => m.generate(prompt, o, sink), settings, signal);
+    return this.#start((m, sink, o, go) => m.generate(prompt, o, sink, go), settings, signal);
   }
 
   #start(
-    call: (raw: wasm.Model, sink: (text: string, id: number | undefined) => boolean, options: GenerateOptions) => Promise<wasm.GenerateResult>,
+    call: (
+      raw: wasm.Model,
+      sink: (text: string, id: number | undefined) => boolean,
+      options: GenerateOptions,
+      keepGoing: () => boolean,
+    ) => Promise<wasm.GenerateResult>,
     options: GenerateOptions,
     signal: AbortSignal | undefined,
   ): Generation {
-    const generation = new Generation((sink) => {
+    const generation = new Generation((sink, stop) => {
       const raw = this.#raw;
       if (raw === undefined) return Promise.reject(disposedError());
-      return call(raw, sink, options);
+      // Asked between prefill batches: an abort does not wait for a long prompt.
+      return call(raw, sink, options, () => !stop.aborted);
     }, signal);
     this.#running = generation;
     void generation.result().then(

@@ -1,8 +1,10 @@
 // The megakernel (portable version): a whole generation — prompt ingestion, then every decode
 // step with the GPU sampler choosing each next token — in ONE workgroup of 256 invocations
 // that loops in the shader. A dispatch carries on from `state.pos` (the next position to
-// process) and chooses up to `p.steps` tokens, ingesting whatever of the prompt is left first;
-// the host records ceil(max_tokens / steps) dispatches — one when steps covers the generation.
+// process) and chooses up to `p.steps` tokens, ingesting what is left of the prompt first (at
+// most PROMPT_POSITIONS + steps positions per dispatch, so a long prompt takes several); the
+// host records ceil(max_tokens / steps) dispatches — one when steps covers the generation and
+// the prompt is short.
 // A dispatch may also end early: lavapipe (llvmpipe) caps the loop iterations of one
 // invocation (~65k back-edges over all loops) and silently leaves every loop past that. State
 // is always consistent at a position boundary, so the host reads `state` with the tokens and
@@ -85,6 +87,9 @@
 // only (wgpu's MEMORY_DECORATION_COHERENT), GRID comes from an occupancy discovery on the same
 // pipeline (`discover`), and every spin is bounded (SPIN_MAX polls): a timeout sets an error
 // flag that releases every waiter, nothing more is committed and the host gets a typed error.
+
+// Prompt positions one dispatch ingests at most (`model::strategy::megakernel`).
+const PROMPT_POSITIONS: u32 = 128u;
 
 struct Params {
     n_prompt: u32, // prompt tokens: tokens[0..n_prompt] are the host's
@@ -650,7 +655,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
     if c == NONE {
         return;
     }
-    let stop = min(p.end, max(c, p.n_prompt - 1u) + p.steps);
+    // At most PROMPT_POSITIONS prompt positions before this dispatch's tokens: a long prompt
+    // takes several dispatches, and the host asks whether to go on between them (abort).
+    let stop = min(p.end, min(max(c, p.n_prompt - 1u), c + PROMPT_POSITIONS) + p.steps);
     for (; c < stop; c++) {
         if lid == 0u {
             cut_sh = 0u; // visible to all after embed's sync()

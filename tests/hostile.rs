@@ -181,3 +181,145 @@ async fn non_finite_logits_are_a_numerical_error() {
     }
 }
 native_test!(non_finite_logits, non_finite_logits_are_a_numerical_error);
+
+/// A byte-level vocabulary (256 byte tokens) with `n_special` control tokens `<|c{i}|>`.
+fn vocab_with_specials(n_special: usize) -> fuselm::tokenizer::VocabSpec {
+    let direct = |b: u8| matches!(b, 0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF);
+    let mut tokens: Vec<String> = (0..=255u8)
+        .map(|b| {
+            if direct(b) {
+                char::from(b).to_string()
+            } else {
+                let nth = (0..b).filter(|x| !direct(*x)).count() as u32;
+                char::from_u32(256 + nth)
+                    .map(String::from)
+                    .unwrap_or_default()
+            }
+        })
+        .collect();
+    let mut types = vec![1; 256];
+    for i in 0..n_special {
+        tokens.push(format!("<|c{i}|>"));
+        types.push(3);
+    }
+    fuselm::tokenizer::VocabSpec {
+        model: "gpt2".into(),
+        pre: Some("smollm".into()),
+        tokens,
+        token_types: Some(types),
+        merges: Some(Vec::new()),
+        ..Default::default()
+    }
+}
+
+/// Special-token matching is one pass over the text: 200,000 control tokens cost about what 10
+/// do (the per-token scan it replaced took special tokens × text: 26.9 s for 1 MB with 10⁶).
+/// The bound is loose (a debug build on a loaded CI machine); `--release -- --nocapture` prints
+/// the figures in bench/NOTES.md.
+#[test]
+fn special_token_matching_is_linear() {
+    use std::time::Instant;
+    let chunk = "plain text with a <|c7|> token and more words after it; ";
+    let text: String = chunk.repeat((1 << 20) / chunk.len());
+    let mut seconds = Vec::new();
+    for n_special in [10usize, 200_000] {
+        let t0 = Instant::now();
+        let tok = fuselm::tokenizer::Tokenizer::from_spec(vocab_with_specials(n_special))
+            .expect("tokenizer");
+        let build = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        let ids = tok.encode(&text, false, true);
+        let encode = t0.elapsed().as_secs_f64();
+        let c7 = 256 + 7;
+        let hits = ids.iter().filter(|&&id| id == c7).count();
+        assert_eq!(hits, text.len() / chunk.len(), "every <|c7|> matched");
+        // With parse_special off the control token is text.
+        assert!(!tok.encode(chunk, false, false).contains(&c7));
+        eprintln!(
+            "{n_special} special tokens: build {build:.3} s, 1 MiB encoded in {encode:.3} s \
+             ({:.0} tokens/s)",
+            ids.len() as f64 / encode
+        );
+        seconds.push(encode);
+    }
+    assert!(
+        seconds[1] < 3.0 * seconds[0] + 1.0,
+        "200,000 special tokens made tokenizing {:.2}× slower ({seconds:?})",
+        seconds[1] / seconds[0]
+    );
+}
+
+/// Abort during a long prompt: `keep_going` is asked between prefill batches (the megakernel:
+/// between dispatches of at most 128 prompt positions), the generation stops there with
+/// `aborted` and no token, and the model is usable after it: the same request then gives the
+/// tokens it gives on a fresh model.
+async fn abort_stops_prefill_between_batches() {
+    use std::cell::Cell;
+    let bytes = synthetic_llama(&spec());
+    let ctx = GpuContext::new().await.expect("gpu");
+    let options = LoadOptions {
+        n_ctx: Some(512),
+        max_batch: Some(16),
+        kv_f16: Some(false),
+        strategy: None,
+    };
+    let mut gpu = GpuModel::load(ctx, &bytes, &options).await.expect("load");
+    let long: Vec<u32> = (0..400u32).map(|i| 32 + (i * 7) % 90).collect();
+    let greedy = SamplingOptions::default().resolve(&[]).expect("greedy");
+    let mut strategies = vec![(Strategy::Unfused, 1), (Strategy::Fused, 8)];
+    if gpu.prepare_strategy(Strategy::Megakernel).await.is_ok() {
+        strategies.push((Strategy::Megakernel, 8));
+    }
+    for (strategy, chunk) in strategies {
+        let request = GenerationRequest {
+            prompt: &long,
+            max_tokens: 4,
+            strategy,
+            sampler: greedy,
+            chunk_tokens: chunk,
+            reuse_prefix: false,
+            constraint: None,
+        };
+        let want = gpu
+            .generate(&request, &mut |_| true)
+            .await
+            .expect("whole generation");
+        // Stop at the second question: after the first batch (dispatch) has run.
+        let asked = Cell::new(0u32);
+        let stop_at_second = || {
+            asked.set(asked.get() + 1);
+            asked.get() < 2
+        };
+        let mut streamed = 0;
+        let r = gpu
+            .generate_until(
+                &request,
+                &mut |_| {
+                    streamed += 1;
+                    true
+                },
+                &stop_at_second,
+            )
+            .await
+            .expect("aborted generation");
+        assert_eq!(
+            r.stop_reason,
+            fuselm::model::StopReason::Aborted,
+            "{strategy:?}"
+        );
+        assert!(
+            r.tokens.is_empty() && streamed == 0,
+            "{strategy:?}: no token"
+        );
+        assert_eq!(asked.get(), 2, "{strategy:?}: asked until it said stop");
+        let again = gpu
+            .generate(&request, &mut |_| true)
+            .await
+            .expect("after the abort");
+        assert_eq!(
+            again.tokens, want.tokens,
+            "{strategy:?}: usable after the abort"
+        );
+    }
+}
+native_test!(abort_during_prefill, abort_stops_prefill_between_batches);

@@ -17,4 +17,4 @@ pub use context::{
 };
 pub(crate) use readback::map_read;
 pub use readback::{read_buffer, StagedRead, StagingPool};
-pub use sync::wait_idle;
+pub use sync::{wait_idle, Submitted};

@@ -58,7 +58,7 @@ pub struct TokenGeneration {
 /// What a strategy is asked to run: the tokens after `prompt`, whose KV rows `0..start` are
 /// already in the strategy's KV cache (a prefix kept from the previous generation; the last
 /// prompt token is always run). `prompt` is not empty and `max_tokens` is at least 1.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Run<'a> {
     pub prompt: &'a [u32],
     pub max_tokens: u32,
@@ -70,6 +70,8 @@ pub(crate) struct Run<'a> {
     pub start: u32,
     /// The constraint the output must follow (the sampler's `constrained` is then set).
     pub constraint: Option<RunConstraint<'a>>,
+    /// Asked between prefill batches; false stops the generation (`StopReason::Aborted`).
+    pub keep_going: &'a dyn Fn() -> bool,
 }
 
 /// A constraint as a strategy uses it: the automaton (the host's reference and the unfused
@@ -173,6 +175,12 @@ impl<'a> Progress<'a> {
         }
         self.out.tokens.push(id);
         (self.out.tokens.len() as u32) < max_tokens
+    }
+
+    /// The generation was stopped before its first token (`Run::keep_going`).
+    pub fn aborted(mut self) -> Result<TokenGeneration> {
+        self.out.stop_reason = StopReason::Aborted;
+        self.finish()
     }
 
     pub fn finish(mut self) -> Result<TokenGeneration> {

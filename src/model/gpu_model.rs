@@ -286,7 +286,10 @@ impl GpuModel {
         let m = &self.shared;
         m.check_tokens(tokens, 0)?;
         self.kv_valid.clear();
-        let last = m.prefill_all_but_last(tokens, 0)?;
+        let last = m
+            .prefill_all_but_last(tokens, 0, &|| true)
+            .await?
+            .unwrap_or(0);
         m.submit(|pass| m.prefill.record(pass, tokens.len() as u32 - last))?;
         let bytes = m
             .read(&m.acts.logits, u64::from(m.config.vocab_size) * 4)
@@ -342,6 +345,17 @@ impl GpuModel {
         &mut self,
         req: &GenerationRequest<'_>,
         on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<TokenGeneration> {
+        self.generate_until(req, on_token, &|| true).await
+    }
+
+    /// [`GpuModel::generate`], asking `keep_going` between prefill batches: false stops the
+    /// generation there (`StopReason::Aborted`), so an abort does not wait for a long prompt.
+    pub async fn generate_until(
+        &mut self,
+        req: &GenerationRequest<'_>,
+        on_token: &mut dyn FnMut(u32) -> bool,
+        keep_going: &dyn Fn() -> bool,
     ) -> Result<TokenGeneration> {
         self.shared.check_tokens(req.prompt, req.max_tokens)?;
         if req.prompt.is_empty() {
@@ -411,6 +425,7 @@ impl GpuModel {
             chunk_tokens: req.chunk_tokens,
             start,
             constraint,
+            keep_going,
         };
         let mut out = self
             .strategies

@@ -8,9 +8,13 @@ use super::gpu_weights::{is_model_tensor, is_vector, ModelWeights};
 use super::step::{Kernels, Step, StepKind};
 use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
-use crate::gpu::{read_buffer, GpuContext, StagingPool};
+use crate::gpu::{read_buffer, GpuContext, StagingPool, Submitted};
 use crate::kernels::{DecodeState, KvFormat, WeightFormat};
 use crate::sampling::{reference, SamplerParams};
+
+/// Prefill batches queued on the GPU at once (`Shared::prefill_all_but_last`): two keep it
+/// busy while the host waits for the older one, and bound how long an abort takes.
+pub(crate) const PREFILL_IN_FLIGHT: usize = 2;
 
 /// KV capacity, prefill batch and KV format of a load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,7 +266,7 @@ impl Shared {
     pub(crate) fn submit(
         &self,
         record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<wgpu::SubmissionIndex> {
         let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -271,27 +275,49 @@ impl Shared {
             });
             record(&mut pass)?;
         }
-        self.ctx.queue.submit([encoder.finish()]);
-        Ok(())
+        Ok(self.ctx.queue.submit([encoder.finish()]))
     }
 
     /// Writes the prompt and runs every prefill batch but the last, from position `start` (the
     /// rows before it are already in the KV cache); returns the last batch's start, whose state
-    /// is written and which the caller records with a head.
-    pub(crate) fn prefill_all_but_last(&self, prompt: &[u32], start: u32) -> Result<u32> {
+    /// is written and which the caller records with a head, or None when `keep_going` said
+    /// stop.
+    ///
+    /// At most [`PREFILL_IN_FLIGHT`] batches are queued: before queueing another the host
+    /// waits for the oldest and asks `keep_going`, so an abort takes effect when the batch
+    /// running at that moment ends (the one queued behind it still runs on the GPU).
+    pub(crate) async fn prefill_all_but_last(
+        &self,
+        prompt: &[u32],
+        start: u32,
+        keep_going: &dyn Fn() -> bool,
+    ) -> Result<Option<u32>> {
+        if !keep_going() {
+            return Ok(None);
+        }
         self.ctx
             .queue
             .write_buffer(&self.acts.tokens, 0, bytemuck::cast_slice(prompt));
         let n = prompt.len() as u32;
         let mut pos = start;
+        let mut in_flight = std::collections::VecDeque::new();
         while n - pos > self.acts.max_batch {
+            if in_flight.len() == PREFILL_IN_FLIGHT {
+                if let Some(oldest) = in_flight.pop_front() {
+                    Submitted::wait(oldest, &self.ctx.device).await?;
+                }
+                if !keep_going() {
+                    return Ok(None);
+                }
+            }
             let batch = self.acts.max_batch;
             self.write_state(pos, batch);
-            self.submit(|pass| self.prefill.record_body(pass, batch))?;
+            let index = self.submit(|pass| self.prefill.record_body(pass, batch))?;
+            in_flight.push_back(Submitted::track(&self.ctx.queue, index));
             pos += batch;
         }
         self.write_state(pos, n - pos);
-        Ok(pos)
+        Ok(Some(pos))
     }
 
     /// Writes the GPU sampler's settings and the penalty counts of the prompt's window.

@@ -284,6 +284,20 @@ impl TextModel {
         options: &GenerateOptions,
         on_token: &mut dyn FnMut(&str, Option<u32>) -> bool,
     ) -> Result<GenerateResult> {
+        self.generate_until(prompt, options, on_token, &|| true)
+            .await
+    }
+
+    /// [`TextModel::generate`], asking `keep_going` between prefill batches (false: the
+    /// generation stops there with `StopReason::Aborted`; an abort need not wait for a long
+    /// prompt's prefill).
+    pub async fn generate_until(
+        &mut self,
+        prompt: Prompt<'_>,
+        options: &GenerateOptions,
+        on_token: &mut dyn FnMut(&str, Option<u32>) -> bool,
+        keep_going: &dyn Fn() -> bool,
+    ) -> Result<GenerateResult> {
         let prompt_tokens = match prompt {
             Prompt::Text(text) => self.encode_prompt(text, options)?,
             Prompt::Messages(messages) => self.encode_messages(messages)?,
@@ -316,13 +330,17 @@ impl TextModel {
         let mut last_id = None;
         let mut generation = self
             .gpu
-            .generate(&request, &mut |id| {
-                last_id = Some(id);
-                let piece = decoder.push(tokenizer, id).unwrap_or_default();
-                let out = stops.push(&piece);
-                text.push_str(&out);
-                on_token(&out, Some(id)) && !stops.hit()
-            })
+            .generate_until(
+                &request,
+                &mut |id| {
+                    last_id = Some(id);
+                    let piece = decoder.push(tokenizer, id).unwrap_or_default();
+                    let out = stops.push(&piece);
+                    text.push_str(&out);
+                    on_token(&out, Some(id)) && !stops.hit()
+                },
+                keep_going,
+            )
             .await?;
         let mut stop_reason = generation.stop_reason;
         if stops.hit() {

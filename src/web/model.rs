@@ -270,14 +270,21 @@ enum JsPrompt {
 impl Model {
     /// Generation from `prompt`: greedy by default, sampled with `temperature` and the other
     /// sampling options; `strategy` names one of the four strategies (default: the model's
-    /// `info.strategy`). `on_token` streams.
+    /// `info.strategy`). `on_token` streams; `keep_going()` is asked between prefill batches
+    /// (false: the generation stops there, `stopReason` "aborted").
     pub fn generate(
         &self,
         prompt: String,
         options: Option<Ts<GenerateOptions>>,
         on_token: Option<js_sys::Function>,
+        keep_going: Option<js_sys::Function>,
     ) -> js_sys::Promise {
-        self.run(Ok(JsPrompt::Text(prompt)), from_js(options), on_token)
+        self.run(
+            Ok(JsPrompt::Text(prompt)),
+            from_js(options),
+            on_token,
+            keep_going,
+        )
     }
 
     /// Generation from a conversation (`ChatMessage[]`) rendered with the chat template.
@@ -286,6 +293,7 @@ impl Model {
         messages: JsValue,
         options: Option<Ts<GenerateOptions>>,
         on_token: Option<js_sys::Function>,
+        keep_going: Option<js_sys::Function>,
     ) -> js_sys::Promise {
         let messages = serde_wasm_bindgen::from_value::<Vec<ChatMessage>>(messages)
             .map(JsPrompt::Messages)
@@ -294,7 +302,7 @@ impl Model {
                     "messages must be an array of {{ role, content }}: {e}"
                 )))
             });
-        self.run(messages, from_js(options), on_token)
+        self.run(messages, from_js(options), on_token, keep_going)
     }
 
     fn run(
@@ -302,14 +310,21 @@ impl Model {
         prompt: Result<JsPrompt, JsValue>,
         options: Result<Option<GenerateOptions>, JsValue>,
         on_token: Option<js_sys::Function>,
+        keep_going: Option<js_sys::Function>,
     ) -> js_sys::Promise {
         let inner = Rc::clone(&self.inner);
         wasm_bindgen_futures::future_to_promise(async move {
             let prompt = prompt?;
             let options = options?.unwrap_or_default();
-            let result = generate(&inner, &prompt, &options, on_token.as_ref())
-                .await
-                .map_err(to_js_error)?;
+            let result = generate(
+                &inner,
+                &prompt,
+                &options,
+                on_token.as_ref(),
+                keep_going.as_ref(),
+            )
+            .await
+            .map_err(to_js_error)?;
             Ok(to_js(&result)?.into())
         })
     }
@@ -406,6 +421,7 @@ async fn generate(
     prompt: &JsPrompt,
     options: &GenerateOptions,
     on_token: Option<&js_sys::Function>,
+    keep_going: Option<&js_sys::Function>,
 ) -> Result<GenerateResult, FuselmError> {
     let mut model = inner.try_borrow_mut().map_err(|_| busy())?;
     if let Some(why) = model.gpu().context().lost() {
@@ -427,6 +443,16 @@ async fn generate(
             .map(|v| v.as_bool() != Some(false))
             .unwrap_or(false),
     };
-    let result = model.generate(prompt, options, &mut callback).await;
+    // A callback that throws stops the generation too.
+    let go_on = || {
+        keep_going.is_none_or(|f| {
+            f.call0(&JsValue::NULL)
+                .map(|v| v.as_bool() != Some(false))
+                .unwrap_or(false)
+        })
+    };
+    let result = model
+        .generate_until(prompt, options, &mut callback, &go_on)
+        .await;
     result.map_err(|e| model.gpu().context().explain(e))
 }

@@ -184,7 +184,12 @@ async fn generate(
     let n = run.prompt.len() as u32;
     let mut prog = Progress::of(run);
     m.write_sampler(p, run.prompt);
-    let last = m.prefill_all_but_last(run.prompt, run.start)?;
+    let Some(last) = m
+        .prefill_all_but_last(run.prompt, run.start, run.keep_going)
+        .await?
+    else {
+        return prog.aborted();
+    };
     // With a constraint: its mask before each head, its state (from the start) in state.aux.
     let constrained;
     let choice = match run.constraint {

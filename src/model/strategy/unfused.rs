@@ -85,7 +85,12 @@ impl Unfused {
         let n = run.prompt.len() as u32;
         let mut prog = Progress::of(run);
         let mut sequence = run.prompt.to_vec();
-        let last = m.prefill_all_but_last(run.prompt, run.start)?;
+        let Some(last) = m
+            .prefill_all_but_last(run.prompt, run.start, run.keep_going)
+            .await?
+        else {
+            return prog.aborted();
+        };
         prog.out.submits += u64::from((last - run.start).div_ceil(m.acts.max_batch.max(1)));
         prog.out.dispatches += u64::from(m.prefill.dispatches()) * prog.out.submits;
         let vocab_bytes = u64::from(m.config.vocab_size) * 4;
