@@ -8,6 +8,11 @@
 //! * The corpus under `tests/hostile/`: chat templates that loop, recurse, or build strings past
 //!   any context, each with the error it must end in and a time bound loose enough for CI.
 
+// The browser runs the template corpus; the GPU cases are native (`native_test!`: the NaN
+// marking is one WGSL path on every backend, and the browser lane runs those kernels through
+// the SDK and synthetic-model tests).
+#![cfg_attr(target_arch = "wasm32", allow(dead_code, unused_imports))]
+
 mod common;
 
 use fuselm::gguf::{GgmlType, Gguf};
@@ -216,6 +221,7 @@ fn vocab_with_specials(n_special: usize) -> fuselm::tokenizer::VocabSpec {
 /// do (the per-token scan it replaced took special tokens × text: 26.9 s for 1 MB with 10⁶).
 /// The bound is loose (a debug build on a loaded CI machine); `--release -- --nocapture` prints
 /// the figures in bench/NOTES.md.
+#[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn special_token_matching_is_linear() {
     use std::time::Instant;
@@ -323,3 +329,105 @@ async fn abort_stops_prefill_between_batches() {
     }
 }
 native_test!(abort_during_prefill, abort_stops_prefill_between_batches);
+
+/// The corpus of `tests/hostile/templates/`, compiled in (the browser reads no files).
+macro_rules! corpus {
+    ($($file:literal),* $(,)?) => {
+        &[$(($file, include_str!(concat!("hostile/templates/", $file)))),*]
+    };
+}
+const TEMPLATES: &[(&str, &str)] = corpus!(
+    "chatml_ok.jinja",
+    "deep_nesting.jinja",
+    "huge_format.jinja",
+    "huge_indent.jinja",
+    "huge_join.jinja",
+    "huge_method_format.jinja",
+    "huge_method_replace.jinja",
+    "huge_output.jinja",
+    "huge_range.jinja",
+    "huge_repeat.jinja",
+    "huge_replace.jinja",
+    "huge_tojson.jinja",
+    "infinite_recursion.jinja",
+    "kwargs_ok.jinja",
+    "macro_doubling.jinja",
+    "nested_loops.jinja",
+    "raise.jinja",
+    "repeat_in_loop.jinja",
+    "syntax_error.jinja",
+);
+
+/// Every template of the corpus (listed with the outcome it must have in
+/// `tests/hostile/templates.json`) renders or fails with that typed error within its time
+/// bound, rendered as the text model renders (output limited; here to 64 KiB). Natively and in
+/// the browser, where a failed allocation would kill the tab's wasm instance.
+fn hostile_templates_end_in_their_typed_error() {
+    use fuselm::chat_template::{ChatMessage, ChatTemplate, TemplateError};
+    use fuselm::clock::now_seconds;
+    let manifest: serde_json::Value =
+        serde_json::from_str(include_str!("hostile/templates.json")).expect("templates.json");
+    let cases = manifest["templates"].as_array().expect("templates list");
+    let listed: Vec<&str> = cases.iter().filter_map(|c| c["file"].as_str()).collect();
+    let mut embedded: Vec<&str> = TEMPLATES.iter().map(|(f, _)| *f).collect();
+    embedded.sort_unstable();
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted, embedded,
+        "templates.json lists the compiled-in corpus"
+    );
+    let messages = [
+        ChatMessage::new("system", "Be brief."),
+        ChatMessage::new("user", "Hello there"),
+    ];
+    let mut wrong = Vec::new();
+    for case in cases {
+        let file = case["file"].as_str().unwrap_or_default();
+        let expect = case["expect"].as_str().unwrap_or_default();
+        let bound = case["seconds"].as_f64().unwrap_or(5.0);
+        let source = TEMPLATES
+            .iter()
+            .find(|(f, _)| *f == file)
+            .map(|(_, s)| *s)
+            .unwrap_or_default();
+        let t0 = now_seconds();
+        let outcome = ChatTemplate::new(source, "<s>", "</s>")
+            .and_then(|t| t.render_limited(&messages, true, 64 << 10));
+        let seconds = now_seconds() - t0;
+        let got = match &outcome {
+            Ok(_) => "ok",
+            Err(TemplateError::Syntax(_)) => "syntax",
+            Err(TemplateError::Raised(_)) => "raised",
+            Err(TemplateError::Render(_)) => "render",
+            Err(TemplateError::Budget { .. }) => "budget",
+            Err(TemplateError::TooLong { .. }) => "too-long",
+        };
+        if got != expect || seconds >= bound {
+            wrong.push(format!(
+                "{file}: {got} in {seconds:.2} s, expected {expect} within {bound} s ({:?})",
+                outcome.map(|s| s.len())
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+cross_test!(
+    hostile_templates,
+    hostile_templates_end_in_their_typed_error
+);
+
+/// Natively: the directory holds exactly the compiled-in corpus.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn template_corpus_is_complete() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile/templates");
+    let mut present: Vec<String> = std::fs::read_dir(dir)
+        .expect("templates dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    present.sort();
+    let mut embedded: Vec<&str> = TEMPLATES.iter().map(|(f, _)| *f).collect();
+    embedded.sort_unstable();
+    assert_eq!(present, embedded);
+}

@@ -13,9 +13,11 @@
 //! or loops nested 10⁴ deep, stop with [`TemplateError::Budget`]), [`TEMPLATE_RECURSION`]
 //! levels of nesting, and an output of the caller's size ([`ChatTemplate::render_limited`]:
 //! the text model passes what its context could hold), checked as the output is written
-//! ([`TemplateError::TooLong`]). Not bounded: a string a template doubles with `~` inside
-//! its budget (minijinja concatenates eagerly; 40 doublings ask for a terabyte), which only
-//! the allocator stops.
+//! ([`TemplateError::TooLong`]); the builtins whose result can dwarf their inputs (`indent`,
+//! `replace`, `join`, `format`, `tojson`, `pprint` and pycompat's `.replace`/`.join`/`.format`)
+//! check its size against the same limit before they run (`bounded.rs`). Not bounded: strings
+//! and lists a template grows with `~` or `+` inside its fuel (tests/hostile/unbounded/), which
+//! minijinja charges one unit of fuel whatever they copy.
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Value;
@@ -117,7 +119,8 @@ impl ChatTemplate {
         env.set_syntax(syntax);
         env.set_fuel(Some(TEMPLATE_FUEL));
         env.set_recursion_limit(TEMPLATE_RECURSION);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(super::bounded::method);
+        super::bounded::install(&mut env);
         env.add_function(
             "raise_exception",
             |msg: String| -> Result<Value, minijinja::Error> {
@@ -173,10 +176,13 @@ impl ChatTemplate {
             limit: max_bytes,
             over: false,
         };
-        match template.render_captured_to(ctx, &mut out) {
+        match super::bounded::with_limit(max_bytes, || template.render_captured_to(ctx, &mut out)) {
             Ok(_) => String::from_utf8(out.buf)
                 .map_err(|e| TemplateError::Render(format!("output is not UTF-8: {e}"))),
             Err(_) if out.over => Err(TemplateError::TooLong { limit: max_bytes }),
+            Err(e) if super::bounded::is_too_big(&e) => {
+                Err(TemplateError::TooLong { limit: max_bytes })
+            }
             Err(e) if e.kind() == ErrorKind::OutOfFuel => Err(TemplateError::Budget {
                 fuel: TEMPLATE_FUEL,
             }),
