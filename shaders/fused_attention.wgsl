@@ -48,6 +48,10 @@
 // 0, which the combine weights to zero. p.scale is the model's attention scale, p.theta_scale the
 // layer's RoPE base (per layer: gemma3's local and global layers differ).
 //
+// O_SPLIT (prepended; kernels::fused_layer::o_split): the variant for single-chunk steps of
+// models whose projection runs in fused_o_proj.wgsl. The grid is one chunk and one block; each
+// workgroup writes its heads' normalised outputs to part[h * head_dim ..] and loads no Wo.
+//
 // Shape constants are prepended (see fused_qkv.wgsl). When state.done is set the kernel
 // returns at once.
 
@@ -174,7 +178,7 @@ fn main(
     var raw: array<vec4<u32>, KP * UPL>;
     // (Passes past this block's rows load the next block's rows, unused: guarding the loads
     // with a branch measured slower than the wasted loads, which other workgroups share in L2.)
-    for (var k = 0u; k < KP; k++) {
+    for (var k = 0u; k < KP && !O_SPLIT; k++) {
         let row = min(r_begin + rr + k * RPP, N_EMBD - 1u);
         for (var m = 0u; m < UPL; m++) {
             let u = min(ol + m * OL, UG - 1u);
@@ -363,8 +367,19 @@ fn main(
                 a /= l[i];
             }
             qa_sh[i * HD4 + lid] = a;
+            if O_SPLIT {
+                // Only single-chunk steps use this variant: the head's output, normalised.
+                let at = (h + i) * HEAD_DIM + 4u * lid;
+                part[at] = a.x;
+                part[at + 1u] = a.y;
+                part[at + 2u] = a.z;
+                part[at + 3u] = a.w;
+            }
         }
         workgroupBarrier();
+    }
+    if O_SPLIT {
+        return; // fused_o_proj.wgsl projects
     }
 
     // Projection: OL lanes per row of Wo, RPP rows per pass; the first KP passes use the

@@ -35,6 +35,7 @@ pub const FUSED_QKV: &str = include_str!("../shaders/fused_qkv.wgsl");
 pub const FUSED_ATTENTION: &str = include_str!("../shaders/fused_attention.wgsl");
 pub const FUSED_FFN_UP: &str = include_str!("../shaders/fused_ffn_up.wgsl");
 pub const FUSED_FFN_DOWN: &str = include_str!("../shaders/fused_ffn_down.wgsl");
+pub const FUSED_O_PROJ: &str = include_str!("../shaders/fused_o_proj.wgsl");
 pub const FUSED_POST_NORM: &str = include_str!("../shaders/fused_post_norm.wgsl");
 pub const HEAD_LOGITS: &str = include_str!("../shaders/head_logits.wgsl");
 pub const SAMPLE_TOPK: &str = include_str!("../shaders/sample_topk.wgsl");

@@ -642,10 +642,16 @@ async fn fused_decode_crosses_attention_chunks() {
     // default on wide models: `ffn_up_precombine`), merging two chunks per head.
     let mut split = ContextOptions::default();
     split.tuning.precombine = Some(1);
+    // And with the output projection as a dispatch of its own while the context fits one
+    // chunk (the default on wide MHA models: `o_split`; 4 query heads per attention
+    // workgroup here), switching back to the projection in attention past it.
+    let mut o_split = ContextOptions::default();
+    o_split.tuning.o_split = Some(1);
     for (spec, context) in [
         (SyntheticSpec::default(), ContextOptions::default()),
         (grouped.clone(), ContextOptions::default()),
-        (grouped, split),
+        (grouped.clone(), split),
+        (grouped, o_split),
         (gemma, ContextOptions::default()),
     ] {
         crosses_attention_chunks(&spec, context).await;

@@ -27,6 +27,14 @@ pub struct KernelTuning {
     /// (`ffn_up_precombine`; 0: never, 1: always but with post norms). Default: once the
     /// partials each workgroup would read reach 65,536 floats.
     pub precombine: Option<u32>,
+    /// Whether single-chunk steps project the attention output in a dispatch of its own
+    /// (`o_split`; 0: never, 1: wherever the architecture allows). Default: where
+    /// `precombine`'s rule holds at one chunk.
+    pub o_split: Option<u32>,
+    /// Lanes per row of `fused_o_proj` (a power of two, 32–256). Default: 128.
+    pub o_lanes: Option<u32>,
+    /// Rows per lane of `fused_o_proj` (1, 2 or 4). Default: 4.
+    pub o_rows_per_lane: Option<u32>,
     /// Row passes per `fused_ffn_up` workgroup (`ffn_up_passes`; 1–32). Default: one per
     /// 4,096 floats of n_head × n_embd, 1 to 16.
     pub ffn_passes: Option<u32>,
@@ -67,7 +75,25 @@ struct Parameter {
     field: fn(&mut KernelTuning) -> &mut Option<u32>,
 }
 
-const PARAMETERS: [Parameter; 13] = [
+const PARAMETERS: [Parameter; 16] = [
+    Parameter {
+        name: "o-split",
+        var: "FUSELM_O_SPLIT",
+        ok: |v| v <= 1,
+        field: |t| &mut t.o_split,
+    },
+    Parameter {
+        name: "o-lanes",
+        var: "FUSELM_O_LANES",
+        ok: |v| v.is_power_of_two() && (32..=256).contains(&v),
+        field: |t| &mut t.o_lanes,
+    },
+    Parameter {
+        name: "o-rpl",
+        var: "FUSELM_O_RPL",
+        ok: |v| [1, 2, 4].contains(&v),
+        field: |t| &mut t.o_rows_per_lane,
+    },
     Parameter {
         name: "precombine",
         var: "FUSELM_PRECOMBINE",
@@ -204,6 +230,6 @@ mod tests {
         assert_eq!(t.lanes, Some(64), "a refused value changes nothing");
         assert!(t.set("down-rpl", 3).is_err());
         assert!(t.set("no-such", 1).is_err());
-        assert_eq!(KernelTuning::names().count(), 13);
+        assert_eq!(KernelTuning::names().count(), 16);
     }
 }

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
 use crate::kernels::constraint::{ConstraintMask, ConstraintMaskCall, ConstraintTable};
-use crate::kernels::fused_layer::uniform_array;
+use crate::kernels::fused_layer::{o_split, uniform_array, FusedOProj};
 use crate::kernels::pipeline::PassState;
 use crate::kernels::sample::head_groups;
 use crate::kernels::{
@@ -291,6 +291,9 @@ struct FusedLayer {
     bytes: [u64; 4],
     qkv: FusedCall,
     attention: FusedAttentionCall,
+    /// The output projection's own dispatch, for the steps where attention leaves it
+    /// (`FusedAttentionCall::splits`).
+    o_proj: Option<FusedCall>,
     ffn_up: FusedFfnUpCall,
     ffn_down: FusedCall,
 }
@@ -369,6 +372,7 @@ impl FusedDecode {
         let mut att_k: HashMap<WeightFormat, FusedAttention> = HashMap::new();
         let mut up_k: HashMap<[WeightFormat; 2], FusedFfnUp> = HashMap::new();
         let mut down_k: HashMap<WeightFormat, FusedFfnDown> = HashMap::new();
+        let mut o_k: HashMap<WeightFormat, FusedOProj> = HashMap::new();
         for w in &weights.layers {
             let fq = [w.wq.format, w.wk.format, w.wv.format];
             if let std::collections::hash_map::Entry::Vacant(e) = qkv_k.entry(fq) {
@@ -383,6 +387,11 @@ impl FusedDecode {
             }
             if let std::collections::hash_map::Entry::Vacant(e) = down_k.entry(w.w_down.format) {
                 e.insert(FusedFfnDown::new(ctx, &s, w.w_down.format, kv, &ix_down).await?);
+            }
+            if o_split(&s) {
+                if let std::collections::hash_map::Entry::Vacant(e) = o_k.entry(w.wo.format) {
+                    e.insert(FusedOProj::new(ctx, &s, w.wo.format, &ix_att).await?);
+                }
             }
         }
         // The per-layer uniform arrays (any pipeline variant of a role reads the same one).
@@ -456,6 +465,11 @@ impl FusedDecode {
                     &acts.hidden,
                 )?,
             };
+            let o_proj = match (first, o_k.get(&w.wo.format)) {
+                (_, None) => None,
+                (Some(f), Some(_)) if ix_att.shared(1, false) => f.o_proj.clone(),
+                (_, Some(k)) => Some(k.bind(ctx, &acts.state, x, &b.part, &w.wo, &b.x_mid)?),
+            };
             let ffn_down = match first {
                 Some(f) if ix_down.shared(1, false) => f.ffn_down.clone(),
                 _ => down_k[&w.w_down.format].bind(
@@ -479,6 +493,7 @@ impl FusedDecode {
                 ],
                 qkv,
                 attention,
+                o_proj,
                 ffn_up,
                 ffn_down,
             };
@@ -532,6 +547,9 @@ impl FusedDecode {
             let layer = i as u32;
             l.qkv.record_layer(pass, state, layer);
             l.attention.record_layer(pass, state, layer, max_len);
+            if let (Some(o), true) = (&l.o_proj, l.attention.splits(max_len)) {
+                o.record_layer(pass, state, layer);
+            }
             l.ffn_up.record_layer(pass, state, layer, max_len);
             l.ffn_down.record_layer(pass, state, layer);
         }
@@ -562,7 +580,12 @@ impl FusedDecode {
                 },
                 bytes: l.bytes[1]
                     + kv_bytes_per_position * u64::from(len) * u64::from(l.attention.slots()),
-                record: Box::new(move |p| l.attention.record(p, layer, len)),
+                record: Box::new(move |p| {
+                    l.attention.record(p, layer, len);
+                    if let (Some(o), true) = (&l.o_proj, l.attention.splits(len)) {
+                        o.record_at(p, layer);
+                    }
+                }),
             });
             out.push(RoleCall {
                 role: "combine+norm+gate/up+swiglu",
@@ -596,7 +619,10 @@ impl FusedDecode {
         let layers: u32 = self
             .layers
             .iter()
-            .map(|l| 3 + l.ffn_up.dispatches(max_len))
+            .map(|l| {
+                let o_proj = l.o_proj.is_some() && l.attention.splits(max_len);
+                3 + u32::from(o_proj) + l.ffn_up.dispatches(max_len)
+            })
             .sum();
         self.embed_dispatches + layers + u32::from(self.post_norm.is_some())
     }

@@ -6,6 +6,7 @@ use super::kv_cache::cache_res;
 use super::limits::{
     single_chunk, ATTENTION_CHUNK, ATTENTION_MAX_BLOCK_ROWS, ATTENTION_MIN_GROUPS,
 };
+use super::o_proj::o_split;
 use super::shape::{FusedShape, LayerAttention, LayerVectors};
 use super::vectors::{check_vectors, flag_len, NO_VECTOR};
 use crate::error::Result;
@@ -47,6 +48,9 @@ pub struct FusedAttention {
     single: Pipeline,
     /// `None` where both variants load the same ([`attention_preloads`]): one pipeline.
     general: Option<Pipeline>,
+    /// [`o_split`] models: the single-chunk variant that leaves the projection to
+    /// `fused_o_proj`.
+    split: Option<Pipeline>,
     shape: FusedShape,
     ix: LayerIndexing,
 }
@@ -56,6 +60,7 @@ pub struct FusedAttention {
 pub struct FusedAttentionCall {
     single: Bound,
     general: Bound,
+    split: Option<Bound>,
     /// Workgroups along x: head groups of ATT_HG query heads.
     slots: u32,
     /// ATT_HG.
@@ -85,12 +90,14 @@ impl FusedAttention {
             s.n_head / s.attention_heads_per_group(),
             ix.n_layer,
         )?;
-        let source = |single: bool| -> Result<String> {
+        let source = |single: bool, split: bool| -> Result<String> {
             let (kp, vp) = attention_preloads(s, single);
             Ok(in_group(
                 compose(&[
                     &s.wgsl_prelude(ctx, kv.prelude(ctx)?, 32),
-                    &format!("const KP: u32 = {kp}u;\nconst VP: u32 = {vp}u;"),
+                    &format!(
+                        "const KP: u32 = {kp}u;\nconst VP: u32 = {vp}u;\nconst O_SPLIT: bool = {split};"
+                    ),
                     shaders::COMMON,
                     shaders::ROPE_MATH,
                     &layer_prelude(ix, x_base, &[("wo", o)], true),
@@ -110,15 +117,28 @@ impl FusedAttention {
             Slot::Read,
         ];
         let single =
-            Pipeline::new_in_group(ctx, "fused_attention", &source(true)?, &slots, 1).await?;
+            Pipeline::new_in_group(ctx, "fused_attention", &source(true, false)?, &slots, 1)
+                .await?;
         let general = if attention_preloads(s, true) == attention_preloads(s, false) {
             None
         } else {
-            Some(Pipeline::new_in_group(ctx, "fused_attention", &source(false)?, &slots, 1).await?)
+            Some(
+                Pipeline::new_in_group(ctx, "fused_attention", &source(false, false)?, &slots, 1)
+                    .await?,
+            )
+        };
+        let split = if o_split(s) {
+            Some(
+                Pipeline::new_in_group(ctx, "fused_attention", &source(true, true)?, &slots, 1)
+                    .await?,
+            )
+        } else {
+            None
         };
         Ok(Self {
             single,
             general,
+            split,
             shape: *s,
             ix: *ix,
         })
@@ -190,7 +210,12 @@ impl FusedAttention {
             vecs.into(),
         ];
         let single = self.single.bind_with_uniform(ctx, params, &buffers)?;
+        let split = match &self.split {
+            Some(p) => Some(p.bind_with_uniform(ctx, params, &buffers)?),
+            None => None,
+        };
         Ok(FusedAttentionCall {
+            split,
             general: match &self.general {
                 Some(g) => g.bind_with_uniform(ctx, params, &buffers)?,
                 None => single.clone(),
@@ -212,8 +237,17 @@ impl FusedAttentionCall {
         self.slots
     }
 
+    /// Whether a step that sees at most `max_len` positions leaves the output projection to
+    /// `fused_o_proj` ([`o_split`] models, single-chunk steps).
+    pub fn splits(&self, max_len: u32) -> bool {
+        self.split.is_some() && single_chunk(max_len)
+    }
+
     /// The grid for layer `layer` of a step whose visible length is at most `max_len`.
     fn groups(&self, layer: u32, max_len: u32) -> [u32; 3] {
+        if self.splits(max_len) {
+            return [self.slots + layer, 1, 1];
+        }
         let chunks = max_len.div_ceil(ATTENTION_CHUNK).clamp(1, self.max_chunks);
         // Few head-group-chunks (short contexts): split Wo's rows too, so at least ~64
         // workgroups stream the projection (one workgroup streams only ~10 GB/s), and no
@@ -230,7 +264,9 @@ impl FusedAttentionCall {
 
     /// The pipeline variant for a step that sees at most `max_len` positions.
     fn pick(&self, max_len: u32) -> &Bound {
-        if single_chunk(max_len) {
+        if let (Some(split), true) = (&self.split, single_chunk(max_len)) {
+            split
+        } else if single_chunk(max_len) {
             &self.single
         } else {
             &self.general

@@ -2,7 +2,8 @@
 //! SwiGLU), and its row passes per workgroup.
 
 use super::lanes::lanes_for;
-use super::limits::{single_chunk, WORKGROUP};
+use super::limits::{single_chunk, PRECOMBINE_FLOATS, WORKGROUP};
+use super::o_proj::o_split;
 use super::shape::{FusedShape, LayerVectors};
 use super::vectors::{check_vectors, flag_len, NO_VECTOR};
 use crate::error::Result;
@@ -36,6 +37,9 @@ pub struct FusedFfnUp {
     single: Pipeline,
     general: Pipeline,
     split: Option<SplitPipelines>,
+    /// [`o_split`] models: gate/up from the `x_mid` that `fused_o_proj` wrote (MODE 2), for
+    /// single-chunk steps.
+    after_o_proj: Option<Pipeline>,
     shape: FusedShape,
     ix: LayerIndexing,
     x_base: u32,
@@ -56,6 +60,7 @@ pub struct FusedFfnUpCall {
     single: Bound,
     general: Bound,
     split: Option<SplitCall>,
+    after_o_proj: Option<Bound>,
     groups: [u32; 3],
 }
 
@@ -88,6 +93,9 @@ impl FusedFfnUpCall {
     fn pick(&self, layer: u32, max_len: u32) -> [Option<(&Bound, [u32; 3])>; 2] {
         let single = single_chunk(max_len);
         let at = |[x, y, z]: [u32; 3]| [x + layer, y, z];
+        if let (Some(up), true) = (&self.after_o_proj, single) {
+            return [Some((up, at(self.groups))), None];
+        }
         match &self.split {
             Some(split) if split.applies(max_len) => {
                 let combine = if single {
@@ -192,10 +200,19 @@ impl FusedFfnUp {
         } else {
             None
         };
+        let after_o_proj = if o_split(s) {
+            Some(match &split {
+                Some(sp) => sp.up.clone(),
+                None => pipeline(true, 2, x_base).await?,
+            })
+        } else {
+            None
+        };
         Ok(Self {
             single,
             general,
             split,
+            after_o_proj,
             shape: *s,
             ix: *ix,
             x_base,
@@ -288,7 +305,12 @@ impl FusedFfnUp {
             }),
             None => None,
         };
+        let after_o_proj = match &self.after_o_proj {
+            Some(p) => Some(p.bind_with_uniform(ctx, params, &buffers)?),
+            None => None,
+        };
         Ok(FusedFfnUpCall {
+            after_o_proj,
             single: self.single.bind_with_uniform(ctx, params, &buffers)?,
             general: self.general.bind_with_uniform(ctx, params, &buffers)?,
             split,
@@ -355,7 +377,3 @@ pub fn ffn_up_precombine(s: &FusedShape, max_len: u32) -> bool {
         }
     }
 }
-
-/// Attention-partial floats per `fused_ffn_up` workgroup from which the combine is split off
-/// ([`ffn_up_precombine`]).
-pub const PRECOMBINE_FLOATS: u64 = 1 << 16;

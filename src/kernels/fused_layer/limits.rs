@@ -22,6 +22,10 @@ pub const ATTENTION_GROUPED_FLOATS: u32 = 16384;
 /// Largest `n_head × chunks` (chunks = nCtx / 256) whose merge weights fused_ffn_up.wgsl keeps
 /// in workgroup memory (4 KiB, within WebGPU's default 16 KiB with its other arrays).
 pub const MAX_HEAD_CHUNKS: u32 = 1024;
+/// Attention-partial floats per `fused_ffn_up` workgroup from which the combine is split off
+/// (`ffn_up_precombine`), and from which single-chunk steps project the attention output in a
+/// dispatch of its own (`o_split`).
+pub const PRECOMBINE_FLOATS: u64 = 1 << 16;
 /// Largest head_dim of fused_attention.wgsl.
 pub const MAX_HEAD_DIM: u32 = 256;
 

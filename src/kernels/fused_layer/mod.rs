@@ -7,6 +7,11 @@
 //! | 3 | `fused_ffn_up` | attention combine + residual, RMS norm, gate/up, SwiGLU | n_ff / (256 / lanes × [`ffn_up_passes`]) |
 //! | 4 | `fused_ffn_down` | down projection + residual, KV append (without QK_NORM) | n_embd / (256 / lanes × [`down_rows_per_lane`]) |
 //!
+//! Where the attention partials are large ([`o_split`]: MHA models at 3,072 wide), steps that
+//! fit one attention chunk run the output projection as a dispatch of its own between 2 and 3
+//! (`fused_o_proj`, `o_proj.rs`: attention writes only the heads' outputs, gate/up reads
+//! `x_mid`).
+//!
 //! One file per dispatch (`qkv.rs`, `attention.rs`, `ffn_up.rs`, `ffn_down.rs`, and
 //! `post_norm.rs` for the step's last norm), the geometry and architecture switches they are
 //! compiled for in `shape.rs`, and what they share in files of their own: the fixed sizes of
@@ -54,6 +59,7 @@ mod ffn_up;
 mod kv_cache;
 mod lanes;
 mod limits;
+mod o_proj;
 mod post_norm;
 mod qkv;
 mod shape;
@@ -64,13 +70,13 @@ pub use call::FusedCall;
 pub use ffn_down::{down_rows_per_lane, FusedFfnDown};
 pub use ffn_up::{
     ffn_up_lanes, ffn_up_passes, ffn_up_precombine, FfnUpParams, FusedFfnUp, FusedFfnUpCall,
-    PRECOMBINE_FLOATS,
 };
 pub use lanes::lanes_for;
 pub use limits::{
     ATTENTION_CHUNK, ATTENTION_GROUPED_FLOATS, ATTENTION_MAX_BLOCK_ROWS, ATTENTION_MIN_GROUPS,
-    MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM, WORKGROUP,
+    MAX_EMBD, MAX_HEAD_CHUNKS, MAX_HEAD_DIM, PRECOMBINE_FLOATS, WORKGROUP,
 };
+pub use o_proj::{o_proj_launch, o_split, FusedOProj};
 pub use post_norm::FusedPostNorm;
 pub use qkv::{qkv_passes, FusedQkv, QkvParams};
 pub use shape::{FusedArch, FusedShape, LayerAttention, LayerVectors};
