@@ -157,7 +157,8 @@ test("bad sources and options are typed errors, and the page stays usable", asyn
 test("generate streams chunks, stop sequences are never emitted, abort and busy leave the model usable", async () => {
   const { page, problems } = await sdkPage();
   const out = await page.evaluate(async (url) => {
-    const m = await window.f.loadModel(url, { nCtx: 256 });
+    // maxBatch 8: a long prompt is prefilled in many batches (the abort below lands among them).
+    const m = await window.f.loadModel(url, { nCtx: 512, maxBatch: 8 });
     const g = m.generate("Hello", { maxTokens: 24, chunkTokens: 4 });
     const chunks = [];
     for await (const c of g) chunks.push(c);
@@ -183,9 +184,27 @@ test("generate streams chunks, stop sequences are never emitted, abort and busy 
     const busy = await second.result().then(() => "resolved", (e) => e.kind);
     const firstTokens = (await first.result()).tokens;
     const text = await m.generate("Hello", { maxTokens: 24 }).text();
+    // Abort during a long prompt (one token per byte: 60 batches of 8): it takes effect between
+    // prefill batches, not after the whole prompt.
+    const prompt = "abcdefghij".repeat(48);
+    let t0 = performance.now();
+    await m.generate(prompt, { maxTokens: 1 }).result();
+    const prefillMs = performance.now() - t0;
+    const ac2 = new AbortController();
+    const during = m.generate(prompt, { maxTokens: 1, signal: ac2.signal });
+    await new Promise((r) => setTimeout(r, prefillMs / 4));
+    t0 = performance.now();
+    ac2.abort();
+    const prefillAbort = await during.result().then(() => "resolved", (e) => e.kind);
+    const abortMs = performance.now() - t0;
+    const after = (await m.generate("Hello", { maxTokens: 8 }).result()).tokens;
     await m.dispose();
-    return { chunks, r, stop, streamed, s, seen, abortError, busy, firstTokens, text };
+    return { chunks, r, stop, streamed, s, seen, abortError, busy, firstTokens, text, prefillMs, prefillAbort, abortMs, after };
   }, model);
+  console.log(`abort during prefill: ${out.abortMs.toFixed(1)} ms after abort() (whole 480-token prefill ${out.prefillMs.toFixed(1)} ms, batches of 8)`);
+  assert.equal(out.prefillAbort, "aborted");
+  assert.ok(out.abortMs < out.prefillMs / 3, `abort took ${out.abortMs} ms of a ${out.prefillMs} ms prefill`);
+  assert.deepEqual(out.after, out.r.tokens.slice(0, 8), "usable after an abort during prefill");
   const { chunks, r } = out;
   assert.ok(chunks.length >= 4, `streamed in ${chunks.length} chunks`);
   assert.deepEqual(chunks.flatMap((c) => c.tokenIds), r.tokens);
