@@ -15,9 +15,7 @@
 // (n_q + 2 n_kv) / (ROWS * QPASS) workgroups; on wide models several passes spread the loads of
 // x and norm_w, which every workgroup makes, over more weight rows. RoPE rotates pairs of rows,
 // so rows are assigned through a permutation that puts both members of a pair in adjacent
-// slots of one workgroup (with QRPL rows per lane, prepended: `qkv_rows_per_lane`, a pass holds
-// QRPL groups of ROWS slots, the lane's rows one per group, reduced together: one reduction and
-// one round trip per pass for QRPL times the rows; pairs stay within a group) (slots 2i, 2i + 1 of a head hold dims (2i, 2i + 1) in llama's
+// slots of one workgroup (slots 2i, 2i + 1 of a head hold dims (2i, 2i + 1) in llama's
 // pairing and (i, i + n_rot/2) in NeoX's); dims past n_rot are not rotated. K and V are
 // stored into the KV cache by the attention dispatch that follows (it reads the cache), which
 // keeps this kernel within 8 storage bindings.
@@ -63,9 +61,7 @@ const N_Q: u32 = N_HEAD * HEAD_DIM;
 const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
 const V4: u32 = N_EMBD / 4u;
 
-const PASS_SLOTS: u32 = ROWS * QRPL; // slots per pass
-
-var<workgroup> out_sh: array<f32, PASS_SLOTS>;
+var<workgroup> out_sh: array<f32, ROWS>;
 var<workgroup> flag_sh: u32;
 
 fn qkv_fetch(region: u32, row: u32, u: u32) -> vec4<u32> {
@@ -87,8 +83,8 @@ fn qkv_decode(region: u32, raw: vec4<u32>, row: u32, u: u32) -> W8 {
 }
 
 // Where slot `slot0 + r` of a pass starting at `slot0` reads its weight row: the region (0: Q,
-// 1: K, 2: V; a pass's PASS_SLOTS slots lie in one region: regions are multiples of PASS_SLOTS
-// rows, as PASS_SLOTS <= 8 and head_dim % 8 == 0), the region's first row in qkv, the row, and the slot's
+// 1: K, 2: V; a pass's ROWS slots lie in one region: regions are multiples of ROWS rows, as
+// ROWS <= 8 and head_dim % 8 == 0), the region's first row in qkv, the row, and the slot's
 // place `s` in its head. RoPE pairs sit in adjacent slots. Slots past the end read the last row.
 struct SlotRow {
     region: u32,
@@ -134,14 +130,11 @@ fn main(
     // pass's weights before its own arithmetic.
     let lane = lid % LANES;
     let r = lid / LANES;
-    var sr: array<SlotRow, QRPL>; // the lane's row in each group of this pass
-    for (var i = 0u; i < QRPL; i++) {
-        sr[i] = slot_row(wg.x * QPASS * PASS_SLOTS + i * ROWS, r);
-    }
+    var sr = slot_row(wg.x * QPASS * ROWS, r);
 
     // Every load of this invocation first (weights, x, norm_w), then the state flag: their
     // latencies overlap. Fixed-size arrays indexed by unrolled loops stay in registers.
-    var raw: array<vec4<u32>, PER_LANE * QRPL>;
+    var raw: array<vec4<u32>, PER_LANE>;
     var xa: array<W8, PER_LANE>;
     var na: array<W8, PER_LANE>;
     let n4 = p.norm_off / 4u;
@@ -150,9 +143,7 @@ fn main(
     var fa: array<W8, PER_LANE>;
     for (var j = 0u; j < PER_LANE; j++) {
         let u = min(lane + j * LANES, UNITS - 1u);
-        for (var i = 0u; i < QRPL; i++) {
-            raw[j * QRPL + i] = qkv_fetch(sr[i].region, sr[i].row, u);
-        }
+        raw[j] = qkv_fetch(sr.region, sr.row, u);
         xa[j] = W8(x[2u * u], x[2u * u + 1u]);
         na[j] = W8(vecs[n4 + 2u * u], vecs[n4 + 2u * u + 1u]);
         if delta {
@@ -193,81 +184,59 @@ fn main(
     }
     var scale = 0.0;
     for (var qp = 0u; qp < QPASS; qp++) {
-        let slot0 = (wg.x * QPASS + qp) * PASS_SLOTS;
+        let slot0 = (wg.x * QPASS + qp) * ROWS;
         let cur = sr;
-        var nxt: array<vec4<u32>, PER_LANE * QRPL>;
+        var nxt: array<vec4<u32>, PER_LANE>;
         if qp + 1u < QPASS {
-            for (var i = 0u; i < QRPL; i++) {
-                sr[i] = slot_row(slot0 + PASS_SLOTS + i * ROWS, r);
-            }
+            sr = slot_row(slot0 + ROWS, r);
             for (var j = 0u; j < PER_LANE; j++) {
-                let u = min(lane + j * LANES, UNITS - 1u);
-                for (var i = 0u; i < QRPL; i++) {
-                    nxt[j * QRPL + i] = qkv_fetch(sr[i].region, sr[i].row, u);
-                }
+                nxt[j] = qkv_fetch(sr.region, sr.row, min(lane + j * LANES, UNITS - 1u));
             }
         }
-        var dot = vec4<f32>(); // W . (x * norm_w) over this lane's units, one row per group
+        var dot = 0.0; // W . (x * norm_w) over this lane's units
         for (var j = 0u; j < PER_LANE; j++) {
             let u = lane + j * LANES;
             if u < UNITS {
-                for (var i = 0u; i < QRPL; i++) {
-                    dot[i] += dot8(qkv_decode(cur[i].region, raw[j * QRPL + i], cur[i].row, u), xw[j]);
-                }
+                dot += dot8(qkv_decode(cur.region, raw[j], cur.row, u), xw[j]);
             }
         }
         // The first pass reduces sum(x^2) with its dot products (one reduction, as with one
-        // pass, when QRPL is 1); later ones reuse the scale.
-        var vs = vec4<f32>();
-        if QRPL == 1u {
-            if qp == 0u {
-                let t = row_sum2(lid, vec2<f32>(dot.x, xx));
-                scale = inverseSqrt(t.y / f32(N_EMBD) + p.eps);
-                vs.x = t.x * scale;
-            } else {
-                vs.x = row_sum(lid, dot.x) * scale;
-            }
+        // pass); later ones reuse the scale.
+        var v: f32;
+        if qp == 0u {
+            let t = row_sum2(lid, vec2<f32>(dot, xx));
+            scale = inverseSqrt(t.y / f32(N_EMBD) + p.eps);
+            v = t.x * scale;
         } else {
-            if qp == 0u {
-                scale = inverseSqrt(row_sum(lid, xx) / f32(N_EMBD) + p.eps);
-            }
-            vs = row_sum4(lid, dot) * scale;
+            v = row_sum(lid, dot) * scale;
         }
-        for (var i = 0u; i < QRPL; i++) {
-            var v = vs[i];
-            if QKV_BIAS {
-                let b = p.bias_off + cur[i].base + cur[i].row;
-                v += vecs[b / 4u][b % 4u];
-            }
-            vs[i] = v;
-            if lane == 0u {
-                out_sh[i * ROWS + r] = v;
-            }
+        if QKV_BIAS {
+            let b = p.bias_off + cur.base + cur.row;
+            v += vecs[b / 4u][b % 4u];
+        }
+        if lane == 0u {
+            out_sh[r] = v;
         }
         workgroupBarrier();
-        for (var i = 0u; i < QRPL; i++) {
-            let c = cur[i];
-            let v = vs[i];
-            if lane == 0u && slot0 + i * ROWS + r < N_Q + 2u * N_KV {
-                if c.region == 2u || c.s >= N_ROT || QK_NORM {
-                    qkv[c.base + c.row] = v;
-                } else {
-                    // Rotate the pair (slots s and s ^ 1): x0 is the even slot's value, x1 the
-                    // odd one's.
-                    let pair = c.s / 2u;
-                    var factor = 1.0;
-                    if p.rope_off != NONE {
-                        let fi = p.rope_off + pair;
-                        factor = vecs[fi / 4u][fi % 4u];
-                    }
-                    let theta = rope_theta(state.pos, pair, p.theta_scale);
-                    let sc = rope_sincos(theta, factor, p.freq_scale, p.mscale);
-                    let even = (c.s % 2u) == 0u;
-                    let other = out_sh[i * ROWS + (r ^ 1u)];
-                    let x0 = select(other, v, even);
-                    let x1 = select(v, other, even);
-                    qkv[c.base + c.row] = select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, even);
+        if lane == 0u && slot0 + r < N_Q + 2u * N_KV {
+            if cur.region == 2u || cur.s >= N_ROT || QK_NORM {
+                qkv[cur.base + cur.row] = v;
+            } else {
+                // Rotate the pair (slots s and s ^ 1): x0 is the even slot's value, x1 the
+                // odd one's.
+                let pair = cur.s / 2u;
+                var factor = 1.0;
+                if p.rope_off != NONE {
+                    let fi = p.rope_off + pair;
+                    factor = vecs[fi / 4u][fi % 4u];
                 }
+                let theta = rope_theta(state.pos, pair, p.theta_scale);
+                let sc = rope_sincos(theta, factor, p.freq_scale, p.mscale);
+                let even = (cur.s % 2u) == 0u;
+                let other = out_sh[r ^ 1u];
+                let x0 = select(other, v, even);
+                let x1 = select(v, other, even);
+                qkv[cur.base + cur.row] = select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, even);
             }
         }
         if qp + 1u < QPASS {

@@ -205,13 +205,6 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
         // launch parameters of wide models; the phi3 model gets 8 qkv passes and the split
         // combine by the default rules).
         let mut context = ContextOptions::default();
-        // fused_qkv with 4 rows per lane in each pass (the default at Phi-3-mini's width, the
-        // phi3 model below: `qkv_rows_per_lane`) on a model with Q/K/V biases, NeoX RoPE and
-        // frequency factors (qwen2) and one with post norms and per-head Q/K norms (gemma3).
-        if index == 5 || index == 7 {
-            context.tuning.lanes = Some(128);
-            context.tuning.qkv_rows_per_lane = Some(4);
-        }
         if index == 3 {
             context.tuning.qkv_passes = Some(3);
             context.tuning.up_lanes = Some(64);

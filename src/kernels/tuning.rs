@@ -27,9 +27,6 @@ pub struct KernelTuning {
     /// (`ffn_up_precombine`; 0: never, 1: always but with post norms). Default: once the
     /// partials each workgroup would read reach 65,536 floats.
     pub precombine: Option<u32>,
-    /// Rows per lane in each `fused_qkv` pass (`qkv_rows_per_lane`; 1, 2 or 4, at most 8 rows
-    /// a pass). Default: the most that keep 512 workgroups.
-    pub qkv_rows_per_lane: Option<u32>,
     /// Whether single-chunk steps project the attention output in a dispatch of its own
     /// (`o_split`; 0: never, 1: wherever the architecture allows). Default: where
     /// `precombine`'s rule holds at one chunk.
@@ -78,13 +75,7 @@ struct Parameter {
     field: fn(&mut KernelTuning) -> &mut Option<u32>,
 }
 
-const PARAMETERS: [Parameter; 17] = [
-    Parameter {
-        name: "qkv-rpl",
-        var: "FUSELM_QKV_RPL",
-        ok: |v| [1, 2, 4].contains(&v),
-        field: |t| &mut t.qkv_rows_per_lane,
-    },
+const PARAMETERS: [Parameter; 16] = [
     Parameter {
         name: "o-split",
         var: "FUSELM_O_SPLIT",
@@ -239,6 +230,6 @@ mod tests {
         assert_eq!(t.lanes, Some(64), "a refused value changes nothing");
         assert!(t.set("down-rpl", 3).is_err());
         assert!(t.set("no-such", 1).is_err());
-        assert_eq!(KernelTuning::names().count(), 17);
+        assert_eq!(KernelTuning::names().count(), 16);
     }
 }

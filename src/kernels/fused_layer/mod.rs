@@ -78,7 +78,7 @@ pub use limits::{
 };
 pub use o_proj::{o_proj_launch, o_split, FusedOProj};
 pub use post_norm::FusedPostNorm;
-pub use qkv::{qkv_passes, qkv_rows_per_lane, FusedQkv, QkvParams};
+pub use qkv::{qkv_passes, FusedQkv, QkvParams};
 pub use shape::{FusedArch, FusedShape, LayerAttention, LayerVectors};
 pub use vectors::NO_VECTOR;
 

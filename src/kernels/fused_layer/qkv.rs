@@ -49,27 +49,9 @@ pub fn qkv_passes(s: &FusedShape, lanes: u32) -> u32 {
     if let Some(p) = s.tuning.qkv_passes {
         return p;
     }
-    let rows_per_pass = WORKGROUP / lanes * qkv_rows_per_lane(s, lanes);
+    let rows_per_pass = WORKGROUP / lanes;
     let rows = s.n_q() + 2 * s.n_kv();
     (rows / (rows_per_pass * 512)).clamp(1, 8)
-}
-
-/// Rows per lane in each `fused_qkv` pass (`QRPL`: 1, 2 or 4): the lane's rows share its x and
-/// norm values and one reduction, so a pass costs one round trip and one reduction for QRPL
-/// times the rows (what fused_ffn_down's rows per lane do). At most 8 rows per pass (a pass
-/// stays within one of Q, K, V), and only while at least 512 workgroups remain: the most of
-/// 4, 2, 1 that allow both. Phi-3-mini: 4 (2 passes, 576 workgroups); Llama-3.2-1B and
-/// Qwen2.5-1.5B: 2; SmolLM2: 1. `KernelTuning::qkv_rows_per_lane` overrides it.
-pub fn qkv_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
-    let slots = WORKGROUP / lanes;
-    if let Some(r) = s.tuning.qkv_rows_per_lane {
-        return r.min((8 / slots).max(1));
-    }
-    let rows = s.n_q() + 2 * s.n_kv();
-    [4, 2]
-        .into_iter()
-        .find(|&r| slots * r <= 8 && rows / (slots * r) >= 512)
-        .unwrap_or(1)
 }
 
 impl FusedQkv {
@@ -86,19 +68,14 @@ impl FusedQkv {
         let lanes = lanes_for(s.n_embd / 8, WORKGROUP / 2, s.tuning.lanes);
         let rows = s.n_q() + 2 * s.n_kv();
         let passes = qkv_passes(s, lanes);
-        let rpl = qkv_rows_per_lane(s, lanes);
         let x_base = layer_grid(
             ctx,
             "maxComputeWorkgroupsPerDimension (fused_qkv: row groups + layers)",
-            rows.div_ceil(WORKGROUP / lanes * rpl * passes),
+            rows.div_ceil(WORKGROUP / lanes * passes),
             ix.n_layer,
         )?;
         let source = compose(&[
-            &s.wgsl_prelude(
-                ctx,
-                &format!("const QPASS: u32 = {passes}u;\nconst QRPL: u32 = {rpl}u;\n"),
-                lanes,
-            ),
+            &s.wgsl_prelude(ctx, &format!("const QPASS: u32 = {passes}u;\n"), lanes),
             shaders::COMMON,
             shaders::ROPE_MATH,
             &layer_prelude(ix, x_base, &[("wq", q), ("wk", k), ("wv", v)], true),
