@@ -88,8 +88,10 @@
 // pipeline (`discover`), and every spin is bounded (SPIN_MAX polls): a timeout sets an error
 // flag that releases every waiter, nothing more is committed and the host gets a typed error.
 
-// Prompt positions one dispatch ingests at most (`model::strategy::megakernel`).
-const PROMPT_POSITIONS: u32 = 128u;
+// Prompt positions one dispatch ingests at most (`model::strategy::megakernel`): the host asks
+// whether to go on between dispatches, so this bounds how long an abort waits (at 128, an abort
+// during the SDK test's 480-token prompt on SwiftShader took 1.8 s).
+const PROMPT_POSITIONS: u32 = 32u;
 
 struct Params {
     n_prompt: u32, // prompt tokens: tokens[0..n_prompt] are the host's
@@ -561,11 +563,22 @@ fn choose(lid: u32, wid: u32, c: u32) -> u32 {
         }
     }
     // Greedy: the best id; a non-finite logit anywhere makes it NONFINITE (commit ends there).
-    let top = wg_best(lid, bz, bi).y;
+    let top = uniform_top(lid, wg_best(lid, bz, bi).y);
     if greedy || top == NONFINITE {
         return top;
     }
     return sample_logits(lid, c);
+}
+
+var<workgroup> top_sh: u32;
+
+// `top` (the same in every invocation: a workgroup reduction's result) as a value the
+// uniformity analysis knows is uniform, so a branch on it may precede barriers (Tint checks).
+fn uniform_top(lid: u32, top: u32) -> u32 {
+    if lid == 0u {
+        top_sh = top;
+    }
+    return workgroupUniformLoad(&top_sh);
 }
 
 // Sampling from the (penalised) logits at S_LOGITS: the choice of token c + 1, returned to

@@ -168,7 +168,7 @@ fn choose_grid(lid: u32, wid: u32, c: u32) -> u32 {
             bi = id;
         }
     }
-    let top = wg_best(lid, bz, bi).y;
+    let top = uniform_top(lid, wg_best(lid, bz, bi).y);
     if sampler.inv_temperature == 0.0 || top == NONFINITE {
         return top;
     }

@@ -256,7 +256,7 @@ fn special_token_matching_is_linear() {
 }
 
 /// Abort during a long prompt: `keep_going` is asked between prefill batches (the megakernel:
-/// between dispatches of at most 128 prompt positions), the generation stops there with
+/// between dispatches of at most 32 prompt positions), the generation stops there with
 /// `aborted` and no token, and the model is usable after it: the same request then gives the
 /// tokens it gives on a fresh model.
 async fn abort_stops_prefill_between_batches() {

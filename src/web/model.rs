@@ -129,10 +129,11 @@ export type OnToken = (text: string, tokenId: number | undefined) => boolean | v
 export class Model {
     private constructor();
     free(): void;
-    /** Generation from `prompt`; see `GenerateOptions`. */
-    generate(prompt: string, options: GenerateOptions | null | undefined, onToken: OnToken | null | undefined): Promise<GenerateResult>;
+    /** Generation from `prompt`; see `GenerateOptions`. `keepGoing()` is asked between prefill
+     * batches: `false` stops the generation there (`stopReason` "aborted"). */
+    generate(prompt: string, options: GenerateOptions | null | undefined, onToken: OnToken | null | undefined, keepGoing?: (() => boolean) | null): Promise<GenerateResult>;
     /** Generation from a conversation rendered with the model's chat template. */
-    chat(messages: ChatMessage[], options: GenerateOptions | null | undefined, onToken: OnToken | null | undefined): Promise<GenerateResult>;
+    chat(messages: ChatMessage[], options: GenerateOptions | null | undefined, onToken: OnToken | null | undefined, keepGoing?: (() => boolean) | null): Promise<GenerateResult>;
     tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Uint32Array;
     detokenize(ids: Uint32Array): string;
     info(): ModelInfo;

@@ -298,7 +298,7 @@ pub(super) async fn generate(
         // Tokens chosen so far: positions n - 1 .. st.pos - 1 chose tokens n .. st.pos.
         let made = (st.pos + 1).saturating_sub(n).min(run.max_tokens) as usize;
         prog.out.decode_steps = made.saturating_sub(1) as u64;
-        // Still in the prompt (a dispatch ingests at most 128 positions + steps): the caller
+        // Still in the prompt (a dispatch ingests at most 32 positions + steps): the caller
         // may stop here.
         if made == 0 && !(run.keep_going)() {
             return prog.aborted();
