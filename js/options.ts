@@ -41,9 +41,9 @@ const sampling = {
   topK: integer(0, 128),
   topP: number((x) => x > 0 && x <= 1, "a number in (0, 1]"),
   minP: number((x) => x >= 0 && x <= 1, "a number in [0, 1]"),
-  repetitionPenalty: number((x) => x > 0, "a finite number > 0"),
-  frequencyPenalty: number(() => true, "a finite number"),
-  presencePenalty: number(() => true, "a finite number"),
+  repetitionPenalty: number((x) => x >= 0.001 && x <= 1000, "a number in [0.001, 1000]"),
+  frequencyPenalty: number((x) => Math.abs(x) <= 1e6, "a number in [-1e6, 1e6]"),
+  presencePenalty: number((x) => Math.abs(x) <= 1e6, "a number in [-1e6, 1e6]"),
   penaltyLastN: integer(0, U32),
   seed: integer(0),
 };

@@ -2,7 +2,8 @@
 // step with the GPU sampler choosing each next token — in ONE workgroup of 256 invocations
 // that loops in the shader. A dispatch carries on from `state.pos` (the next position to
 // process) and chooses up to `p.steps` tokens, ingesting what is left of the prompt first (at
-// most PROMPT_POSITIONS + steps positions per dispatch, so a long prompt takes several); the
+// most PROMPT_POSITIONS (prepended: kernels::MEGAKERNEL_PROMPT_POSITIONS) + steps positions per
+// dispatch, so a long prompt takes several and an abort waits for one); the
 // host records ceil(max_tokens / steps) dispatches — one when steps covers the generation and
 // the prompt is short.
 // A dispatch may also end early: lavapipe (llvmpipe) caps the loop iterations of one
@@ -88,10 +89,6 @@
 // pipeline (`discover`), and every spin is bounded (SPIN_MAX polls): a timeout sets an error
 // flag that releases every waiter, nothing more is committed and the host gets a typed error.
 
-// Prompt positions one dispatch ingests at most (`model::strategy::megakernel`): the host asks
-// whether to go on between dispatches, so this bounds how long an abort waits (at 128, an abort
-// during the SDK test's 480-token prompt on SwiftShader took 1.8 s).
-const PROMPT_POSITIONS: u32 = 32u;
 
 struct Params {
     n_prompt: u32, // prompt tokens: tokens[0..n_prompt] are the host's

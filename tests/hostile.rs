@@ -264,13 +264,13 @@ async fn abort_stops_prefill_between_batches() {
     let bytes = synthetic_llama(&spec());
     let ctx = GpuContext::new().await.expect("gpu");
     let options = LoadOptions {
-        n_ctx: Some(512),
+        n_ctx: Some(256),
         max_batch: Some(16),
         kv_f16: Some(false),
         strategy: None,
     };
     let mut gpu = GpuModel::load(ctx, &bytes, &options).await.expect("load");
-    let long: Vec<u32> = (0..400u32).map(|i| 32 + (i * 7) % 90).collect();
+    let long: Vec<u32> = (0..200u32).map(|i| 32 + (i * 7) % 90).collect();
     let greedy = SamplingOptions::default().resolve(&[]).expect("greedy");
     let mut strategies = vec![(Strategy::Unfused, 1), (Strategy::Fused, 8)];
     if gpu.prepare_strategy(Strategy::Megakernel).await.is_ok() {
@@ -339,16 +339,22 @@ macro_rules! corpus {
 const TEMPLATES: &[(&str, &str)] = corpus!(
     "chatml_ok.jinja",
     "deep_nesting.jinja",
+    "format_ok.jinja",
+    "hidden_builtin.jinja",
     "huge_format.jinja",
     "huge_indent.jinja",
     "huge_join.jinja",
+    "huge_join_items.jinja",
+    "huge_join_sep_kwarg.jinja",
     "huge_method_format.jinja",
     "huge_method_replace.jinja",
     "huge_output.jinja",
     "huge_range.jinja",
     "huge_repeat.jinja",
     "huge_replace.jinja",
+    "huge_replace_list.jinja",
     "huge_tojson.jinja",
+    "huge_tojson_items.jinja",
     "infinite_recursion.jinja",
     "kwargs_ok.jinja",
     "macro_doubling.jinja",

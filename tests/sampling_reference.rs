@@ -674,7 +674,7 @@ fn bad_options_are_invalid_argument_errors_naming_the_option() {
         f(&mut o);
         o
     };
-    let bad: [(SamplingOptions, &str); 17] = [
+    let bad: [(SamplingOptions, &str); 19] = [
         (with(|o| o.temperature = Some(-1.0)), "temperature"),
         (with(|o| o.temperature = Some(f32::NAN)), "temperature"),
         (with(|o| o.temperature = Some(f32::INFINITY)), "temperature"),
@@ -709,6 +709,16 @@ fn bad_options_are_invalid_argument_errors_naming_the_option() {
         (
             with(|o| o.presence_penalty = Some(f32::NEG_INFINITY)),
             "presencePenalty",
+        ),
+        // Finite but large enough to overflow a penalised logit (a numerical failure that
+        // would be the caller's, not the model's).
+        (
+            with(|o| o.repetition_penalty = Some(1e-39)),
+            "repetitionPenalty",
+        ),
+        (
+            with(|o| o.frequency_penalty = Some(1e30)),
+            "frequencyPenalty",
         ),
     ];
     for (o, name) in bad {

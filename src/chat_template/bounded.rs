@@ -78,8 +78,42 @@ fn check(what: &str, bytes: u128) -> Result<(), Error> {
     .with_source(TooBig))
 }
 
-fn len_of(v: &Value) -> u128 {
-    v.as_str().map_or(0, |s| s.len() as u128)
+/// An upper bound of the bytes `v` takes as text (its `Display`): strings by length, numbers
+/// and the like by 24 bytes, sequences and maps by their items plus separators, walked until
+/// the bound passes `limit` (then `limit + 1`; also past 32 levels). JSON may escape a byte as
+/// six (`\uXXXX`): `tojson` multiplies.
+fn size_bound(v: &Value, limit: u128) -> u128 {
+    fn walk(v: &Value, limit: u128, depth: u32) -> u128 {
+        if let Some(s) = v.as_str() {
+            return s.len() as u128;
+        }
+        match v.kind() {
+            ValueKind::Seq | ValueKind::Map | ValueKind::Iterable => {
+                if depth > 32 || v.len().is_some_and(|n| n as u128 > limit) {
+                    return limit + 1;
+                }
+                let Ok(items) = v.try_iter() else {
+                    return 64;
+                };
+                let map = v.kind() == ValueKind::Map;
+                let mut total = 2u128;
+                for item in items {
+                    total += 2 + walk(&item, limit, depth + 1);
+                    if map {
+                        if let Ok(value) = v.get_item(&item) {
+                            total += 2 + walk(&value, limit, depth + 1);
+                        }
+                    }
+                    if total > limit {
+                        return limit + 1;
+                    }
+                }
+                total
+            }
+            _ => 24,
+        }
+    }
+    walk(v, limit, 0)
 }
 
 /// A keyword argument, without marking it used (the builtin reads it again).
@@ -91,43 +125,94 @@ fn kwarg(kwargs: &Kwargs, key: &str) -> Option<Value> {
         .filter(|v| !v.is_undefined())
 }
 
+fn limit() -> u128 {
+    LIMIT.with(Cell::get) as u128
+}
+
 fn as_count(v: Option<Value>) -> Option<u128> {
     v.and_then(|v| i128::try_from(v).ok())
         .map(|n| n.max(0) as u128)
 }
 
-/// Upper bound of `s.replace(from, to)`.
-fn replaced_len(s: &str, from: &str, to: &str) -> u128 {
-    let matches = if from.is_empty() {
-        s.chars().count() as u128 + 1
-    } else {
-        s.matches(from).count() as u128
+/// Upper bound of `s.replace(from, to)` where `s` is `s_len` bytes (chars at most as many).
+fn replaced_len(s_len: u128, from: Option<&str>, s: Option<&str>, to: u128) -> u128 {
+    let matches = match (from, s) {
+        (Some(f), Some(s)) if !f.is_empty() => s.matches(f).count() as u128,
+        _ => s_len + 1,
     };
-    s.len() as u128 + matches * to.len() as u128
+    s_len + matches * to
 }
 
-/// The largest number written in a format string (a width or precision asks for that many
-/// bytes).
+/// The widths and precisions a format string asks for: after each `%` (printf style: flags,
+/// width, `.precision`) and after each `:` inside `{…}` (str.format: fill, align, sign, `#`, `0`,
+/// width, grouping, `.precision`); their largest.
 fn widest(format: &str) -> u128 {
-    format
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|digits| !digits.is_empty())
-        .map(|digits| digits.parse::<u128>().unwrap_or(u128::MAX))
-        .max()
-        .unwrap_or(0)
+    let b = format.as_bytes();
+    let number = |i: &mut usize| -> u128 {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        format[start..*i]
+            .parse::<u128>()
+            .unwrap_or(if *i > start { u128::MAX } else { 0 })
+    };
+    let mut widest = 0;
+    let mut depth = 0u32;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        i += 1;
+        let spec = match c {
+            b'%' => true,
+            b'{' => {
+                depth += 1;
+                false
+            }
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                false
+            }
+            b':' if depth > 0 => {
+                // An optional fill character before an align character.
+                if i + 1 < b.len() && b"<>^=".contains(&b[i + 1]) {
+                    i += 2;
+                }
+                true
+            }
+            _ => false,
+        };
+        if !spec {
+            continue;
+        }
+        while i < b.len() && b"-+ #0<>^=".contains(&b[i]) {
+            i += 1;
+        }
+        widest = widest.max(number(&mut i));
+        while i < b.len() && b",_".contains(&b[i]) {
+            i += 1;
+        }
+        if i < b.len() && b[i] == b'.' {
+            i += 1;
+            widest = widest.max(number(&mut i));
+        }
+    }
+    widest
 }
 
-fn items(v: &Value) -> u128 {
-    v.len().map_or(0, |n| n as u128)
-}
-
-/// `name` now checks `bound` on its arguments first, then runs the builtin that had the name.
-fn wrap(
+/// `name` now checks `bound` on its arguments first, then runs minijinja's `builtin` (called
+/// directly: it is not reachable from templates under any name).
+fn wrap<F, Rv, Args>(
     env: &mut Environment<'static>,
     name: &'static str,
-    hidden: &'static str,
+    builtin: F,
     bound: fn(&[Value], &Kwargs) -> Result<(), Error>,
-) {
+) where
+    F: minijinja::functions::Function<Rv, Args>,
+    Rv: minijinja::value::FunctionResult,
+    Args: for<'a> minijinja::value::FunctionArgs<'a>,
+{
+    let builtin = Value::from_function(builtin);
     env.add_filter(
         name,
         move |state: &mut State,
@@ -142,53 +227,66 @@ fn wrap(
             if kwargs.args().next().is_some() {
                 args.push(Value::from(kwargs));
             }
-            state.apply_filter(hidden, &args)
+            builtin.call(state, &args)
         },
     );
 }
 
 /// Installs the checked filters in `env` (after its builtins).
 pub(super) fn install(env: &mut Environment<'static>) {
-    env.add_filter("__fuselm_indent", minijinja::filters::indent);
-    env.add_filter("__fuselm_replace", minijinja::filters::replace);
-    env.add_filter("__fuselm_join", minijinja::filters::join);
-    env.add_filter("__fuselm_format", minijinja::filters::format);
-    env.add_filter("__fuselm_tojson", minijinja::filters::tojson);
-    env.add_filter("__fuselm_pprint", minijinja::filters::pprint);
-    wrap(env, "indent", "__fuselm_indent", |a, k| {
+    wrap(env, "indent", minijinja::filters::indent, |a, k| {
         let width = as_count(a.get(1).filter(|v| v.kind() == ValueKind::Number).cloned())
             .or_else(|| as_count(kwarg(k, "width")))
             .unwrap_or(4);
-        let s = a.first().and_then(Value::as_str).unwrap_or_default();
-        let lines = s.matches('\n').count() as u128 + 1;
-        check("indent", s.len() as u128 + lines * width)
+        let s_len = a.first().map_or(0, |v| size_bound(v, limit()));
+        let lines = match a.first().and_then(Value::as_str) {
+            Some(s) => s.matches('\n').count() as u128 + 1,
+            None => s_len + 1,
+        };
+        check("indent", s_len + lines * width)
     });
-    wrap(env, "replace", "__fuselm_replace", |a, _| {
-        let s = a.first().and_then(Value::as_str).unwrap_or_default();
-        let from = a.get(1).and_then(Value::as_str).unwrap_or_default();
-        let to = a.get(2).and_then(Value::as_str).unwrap_or_default();
-        check("replace", replaced_len(s, from, to))
+    wrap(env, "replace", minijinja::filters::replace, |a, _| {
+        let value = a.first();
+        let s_len = value.map_or(0, |v| size_bound(v, limit()));
+        let to = a.get(2).map_or(0, |v| size_bound(v, limit()));
+        let from = a.get(1).and_then(Value::as_str);
+        check(
+            "replace",
+            replaced_len(s_len, from, value.and_then(Value::as_str), to),
+        )
     });
-    wrap(env, "join", "__fuselm_join", |a, _| {
-        let n = a.first().map(items).unwrap_or(0);
-        check("join", n)?;
-        check("join", n * a.get(1).map(len_of).unwrap_or(0))
+    wrap(env, "join", minijinja::filters::join, |a, k| {
+        let items = a.first().map_or(0, |v| size_bound(v, limit()));
+        check("join", items)?;
+        let n = a.first().and_then(Value::len).unwrap_or(0) as u128;
+        let sep = a
+            .get(1)
+            .cloned()
+            .or_else(|| kwarg(k, "d"))
+            .map_or(0, |v| size_bound(&v, limit()));
+        check("join", items + n * sep)
     });
-    wrap(env, "format", "__fuselm_format", |a, _| {
-        let width = a.first().and_then(Value::as_str).map(widest).unwrap_or(0);
-        check("format", width)
+    wrap(env, "format", minijinja::filters::format, |a, _| {
+        let width = a.first().and_then(Value::as_str).map_or(0, widest);
+        let args: u128 = a.iter().skip(1).map(|v| size_bound(v, limit())).sum();
+        check(
+            "format",
+            width.max(a.first().map_or(0, |v| size_bound(v, limit()))) + args,
+        )
     });
-    wrap(env, "tojson", "__fuselm_tojson", |a, k| {
+    wrap(env, "tojson", minijinja::filters::tojson, |a, k| {
         let indent = as_count(a.get(1).filter(|v| v.kind() == ValueKind::Number).cloned())
             .or_else(|| as_count(kwarg(k, "indent")))
             .unwrap_or(0);
         if indent > 64 {
             return check("tojson", u128::MAX);
         }
-        check("tojson", a.first().map(items).unwrap_or(0))
+        let size = a.first().map_or(0, |v| size_bound(v, limit()));
+        check("tojson", size.saturating_mul(6 + indent))
     });
-    wrap(env, "pprint", "__fuselm_pprint", |a, _| {
-        check("pprint", a.first().map(items).unwrap_or(0))
+    wrap(env, "pprint", minijinja::filters::pprint, |a, _| {
+        let size = a.first().map_or(0, |v| size_bound(v, limit()));
+        check("pprint", size.saturating_mul(6))
     });
 }
 
@@ -202,16 +300,20 @@ pub(super) fn method(
     if let Some(s) = value.as_str() {
         match method {
             "replace" => {
-                let from = args.first().and_then(Value::as_str).unwrap_or_default();
-                let to = args.get(1).and_then(Value::as_str).unwrap_or_default();
-                check(".replace", replaced_len(s, from, to))?;
+                let from = args.first().and_then(Value::as_str);
+                let to = args.get(1).map_or(0, |v| size_bound(v, limit()));
+                check(".replace", replaced_len(s.len() as u128, from, Some(s), to))?;
             }
             "join" => {
-                let n = args.first().map(items).unwrap_or(0);
-                check(".join", n)?;
-                check(".join", n * s.len() as u128)?;
+                let items = args.first().map_or(0, |v| size_bound(v, limit()));
+                check(".join", items)?;
+                let n = args.first().and_then(Value::len).unwrap_or(0) as u128;
+                check(".join", items + n * s.len() as u128)?;
             }
-            "format" => check(".format", widest(s))?,
+            "format" => {
+                let args: u128 = args.iter().map(|v| size_bound(v, limit())).sum();
+                check(".format", widest(s).max(s.len() as u128) + args)?;
+            }
             _ => {}
         }
     }

@@ -18,6 +18,11 @@ use crate::gpu::GpuContext;
 use crate::sampling::MAX_CANDIDATES;
 use crate::shaders;
 
+/// Prompt positions one megakernel dispatch ingests at most (`PROMPT_POSITIONS` in
+/// megakernel.wgsl): the host asks whether to go on between dispatches, so this bounds how long
+/// an abort waits during a long prompt (at 128, 1.8 s on SwiftShader in the SDK test's 480-token
+/// prompt; at 32, 60 ms), and the host predicts each dispatch's tokens from it.
+pub const MEGAKERNEL_PROMPT_POSITIONS: u32 = 32;
 /// Invocations of the megakernel's one workgroup.
 pub const WORKGROUP: u32 = 256;
 /// First word of the per-layer table entries.
@@ -311,6 +316,7 @@ const ATT_SCALE_BITS: u32 = {att}u;
 const ML: u32 = {ml}u;
 const RPI: u32 = {rpi}u;
 const GRID_MODE: bool = {grid_mode};
+const PROMPT_POSITIONS: u32 = {prompt_positions}u;
 const GRID: u32 = {grid_n}u;
 const SPIN_MAX: u32 = {spin}u;
 const DISCOVER_POLLS: u32 = {polls}u;
@@ -352,6 +358,7 @@ const S_CAND: u32 = {cand}u;
             att = shape.att_scale.to_bits(),
             rpi = if grid_mode { 1 } else { 4 },
             grid_mode = grid_mode,
+            prompt_positions = MEGAKERNEL_PROMPT_POSITIONS,
             grid_n = grid.unwrap_or(1),
             spin = SPIN_MAX,
             polls = DISCOVER_POLLS,

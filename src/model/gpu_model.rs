@@ -6,7 +6,7 @@
 //! it builds at load (the others build on first use), so nothing is allocated per token. `GpuModel` itself keeps the shared buffers, which prompt prefix the KV cache holds,
 //! and the planner's choice; a generation is handed to the strategy that runs it.
 
-use super::generation::{Progress, Run, RunConstraint, TokenGeneration};
+use super::generation::{Progress, Run, RunConstraint, StopReason, TokenGeneration};
 use super::gpu_weights::ModelWeights;
 use super::profile::StepProfile;
 use super::shared::{check_fit, LoadScopes, Shared, Sizes};
@@ -433,6 +433,11 @@ impl GpuModel {
             .generate(&self.shared, &run, on_token)
             .await?;
         out.reused_prompt_tokens = start;
+        // Stopped before its first token (an abort during prefill: only the batches before it
+        // were written): nothing in the cache is known to be reusable.
+        if out.stop_reason == StopReason::Aborted && out.tokens.is_empty() {
+            return Ok(out);
+        }
         // Rows written for sure: the prompt's, and every accepted token's but the last (its row
         // is written by the step after it, which ran only if the generation went on).
         self.kv_valid.extend_from_slice(req.prompt);

@@ -142,10 +142,12 @@ impl SamplingOptions {
         if !(0.0..=1.0).contains(&min_p) {
             return Err(invalid(format!("minP must be in [0, 1], got {min_p}")));
         }
+        // Bounded so that a penalised logit cannot overflow f32 (which would read as a
+        // numerical failure of the model).
         let repeat = self.repetition_penalty.unwrap_or(1.0);
-        if !(repeat.is_finite() && repeat > 0.0) {
+        if !(0.001..=1000.0).contains(&repeat) {
             return Err(invalid(format!(
-                "repetitionPenalty must be finite and > 0, got {repeat}"
+                "repetitionPenalty must be in [0.001, 1000], got {repeat}"
             )));
         }
         let frequency = self.frequency_penalty.unwrap_or(0.0);
@@ -154,8 +156,8 @@ impl SamplingOptions {
             ("frequencyPenalty", frequency),
             ("presencePenalty", presence),
         ] {
-            if !v.is_finite() {
-                return Err(invalid(format!("{name} must be finite, got {v}")));
+            if !(-1e6..=1e6).contains(&v) {
+                return Err(invalid(format!("{name} must be in [-1e6, 1e6], got {v}")));
             }
         }
         if stop_ids.len() > MAX_STOP_IDS {

@@ -184,9 +184,9 @@ test("generate streams chunks, stop sequences are never emitted, abort and busy 
     const busy = await second.result().then(() => "resolved", (e) => e.kind);
     const firstTokens = (await first.result()).tokens;
     const text = await m.generate("Hello", { maxTokens: 24 }).text();
-    // Abort during a long prompt (one token per byte: 60 batches of 8): it takes effect between
+    // Abort during a long prompt (one token per byte: 30 batches of 8): it takes effect between
     // prefill batches, not after the whole prompt.
-    const prompt = "abcdefghij".repeat(48);
+    const prompt = "abcdefghij".repeat(24);
     let t0 = performance.now();
     await m.generate(prompt, { maxTokens: 1 }).result();
     const prefillMs = performance.now() - t0;
@@ -201,7 +201,7 @@ test("generate streams chunks, stop sequences are never emitted, abort and busy 
     await m.dispose();
     return { chunks, r, stop, streamed, s, seen, abortError, busy, firstTokens, text, prefillMs, prefillAbort, abortMs, after };
   }, model);
-  console.log(`abort during prefill: ${out.abortMs.toFixed(1)} ms after abort() (whole 480-token prefill ${out.prefillMs.toFixed(1)} ms, batches of 8)`);
+  console.log(`abort during prefill: ${out.abortMs.toFixed(1)} ms after abort() (whole 240-token prefill ${out.prefillMs.toFixed(1)} ms, batches of 8)`);
   assert.equal(out.prefillAbort, "aborted");
   assert.ok(out.abortMs < out.prefillMs / 3, `abort took ${out.abortMs} ms of a ${out.prefillMs} ms prefill`);
   assert.deepEqual(out.after, out.r.tokens.slice(0, 8), "usable after an abort during prefill");

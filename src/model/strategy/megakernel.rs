@@ -8,7 +8,7 @@
 use super::seam::{replay_limit, GenerationStrategy, LocalFuture, Pitch};
 use crate::error::{FuselmError, Result};
 use crate::gpu::StagedRead;
-use crate::kernels::megakernel::{MegaCall, MegaParams};
+use crate::kernels::megakernel::{MegaCall, MegaParams, MEGAKERNEL_PROMPT_POSITIONS};
 use crate::kernels::DecodeState;
 use crate::model::generation::{Progress, Run, TokenGeneration};
 use crate::model::megakernel::{mega_shape, MegaModel};
@@ -264,6 +264,8 @@ pub(super) async fn generate(
     let mut accepted = 0usize;
     let mut finished = false;
     let mut expected = 0u32; // tokens the recorded dispatches would make without a cap
+                             // The next position the recorded dispatches would process (megakernel.wgsl's `stop`).
+    let mut predicted = run.start;
     let mut last_pos = run.start;
     while !finished {
         // Keep the GPU busy: queue the next dispatch before waiting for this one.
@@ -288,7 +290,13 @@ pub(super) async fn generate(
             pending.push_back((state.submitted(index.clone()), ids.submitted(index)));
             prog.out.submits += 1;
             prog.out.dispatches += 1;
-            expected = expected.saturating_add(steps);
+            let stop = (predicted
+                .max(n - 1)
+                .min(predicted + MEGAKERNEL_PROMPT_POSITIONS)
+                + steps)
+                .min(params.end);
+            predicted = stop;
+            expected = stop.saturating_sub(n - 1);
         }
         let Some((state, ids)) = pending.pop_front() else {
             break;
@@ -338,6 +346,7 @@ pub(super) async fn generate(
         last_pos = st.pos;
         if !finished && pending.is_empty() {
             expected = made as u32; // it stopped early: record more
+            predicted = st.pos;
         }
     }
     prog.finish()
