@@ -189,19 +189,7 @@ native_test!(non_finite_logits, non_finite_logits_are_a_numerical_error);
 
 /// A byte-level vocabulary (256 byte tokens) with `n_special` control tokens `<|c{i}|>`.
 fn vocab_with_specials(n_special: usize) -> fuselm::tokenizer::VocabSpec {
-    let direct = |b: u8| matches!(b, 0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF);
-    let mut tokens: Vec<String> = (0..=255u8)
-        .map(|b| {
-            if direct(b) {
-                char::from(b).to_string()
-            } else {
-                let nth = (0..b).filter(|x| !direct(*x)).count() as u32;
-                char::from_u32(256 + nth)
-                    .map(String::from)
-                    .unwrap_or_default()
-            }
-        })
-        .collect();
+    let mut tokens = fuselm::tokenizer::byte_level_alphabet();
     let mut types = vec![1; 256];
     for i in 0..n_special {
         tokens.push(format!("<|c{i}|>"));

@@ -18,20 +18,10 @@ use libfuzzer_sys::fuzz_target;
 /// The output limit of a render: what a 4,096-token context of 16-byte tokens could hold.
 const MAX_OUTPUT: usize = 4096 * 16;
 
-/// GPT-2's printable form of a byte.
-fn byte_char(b: u8) -> char {
-    let direct = |b: u8| matches!(b, 0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF);
-    if direct(b) {
-        return char::from(b);
-    }
-    let nth = (0..b).filter(|x| !direct(*x)).count() as u32;
-    char::from_u32(256 + nth).unwrap_or('?')
-}
-
 fn bpe() -> &'static Tokenizer {
     static T: OnceLock<Tokenizer> = OnceLock::new();
     T.get_or_init(|| {
-        let mut tokens: Vec<String> = (0..=255u8).map(|b| byte_char(b).to_string()).collect();
+        let mut tokens = fuselm::tokenizer::byte_level_alphabet();
         let mut types = vec![1; 256];
         let merges = ["Ġ t", "h e", "Ġt he", "i n", "Ġ a", "e r", "o n", "Ġ {", "{ %", "% }"];
         for m in merges {

@@ -152,6 +152,22 @@ impl ByteDfa {
     }
 }
 
+/// A compiled regex matched against whole texts, as constraints match (tests of the regex
+/// writers).
+#[cfg(test)]
+pub(crate) struct FullMatch(ByteDfa);
+
+#[cfg(test)]
+impl FullMatch {
+    pub(crate) fn new(re: &str) -> FullMatch {
+        FullMatch(ByteDfa::new(re).unwrap_or_else(|e| panic!("{re}: {e}")))
+    }
+
+    pub(crate) fn is_match(&self, text: &str) -> bool {
+        self.0.matches(text.as_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

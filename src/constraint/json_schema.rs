@@ -684,17 +684,10 @@ fn string_regex(map: &Map<String, Value>, path: &str) -> Result<String, Constrai
 mod tests {
     use super::*;
 
-    /// Whole-text matching, as constraints use it.
-    struct Full(crate::constraint::byte_dfa::ByteDfa);
+    use crate::constraint::byte_dfa::FullMatch;
 
-    impl Full {
-        fn is_match(&self, text: &str) -> bool {
-            self.0.matches(text.as_bytes())
-        }
-    }
-
-    fn full(re: &str) -> Full {
-        Full(crate::constraint::byte_dfa::ByteDfa::new(re).unwrap())
+    fn full(re: &str) -> FullMatch {
+        FullMatch::new(re)
     }
 
     #[test]

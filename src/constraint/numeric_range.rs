@@ -139,17 +139,10 @@ pub fn number_range(lo: Option<i64>, hi: Option<i64>) -> String {
 mod tests {
     use super::*;
 
-    /// Whole-text matching, as constraints use it.
-    struct Full(crate::constraint::byte_dfa::ByteDfa);
+    use crate::constraint::byte_dfa::FullMatch;
 
-    impl Full {
-        fn is_match(&self, text: &str) -> bool {
-            self.0.matches(text.as_bytes())
-        }
-    }
-
-    fn full(re: &str) -> Full {
-        Full(crate::constraint::byte_dfa::ByteDfa::new(re).unwrap())
+    fn full(re: &str) -> FullMatch {
+        FullMatch::new(re)
     }
 
     #[test]

@@ -31,11 +31,14 @@ async function settings(page, fields) {
   for (const [id, value] of Object.entries(fields)) await page.fill(`#${id}`, String(value));
 }
 
-/** Types a message and presses Enter. */
+/** Types a message and presses Enter; returns once the page took it (its user message is shown,
+ * in the same step as the state leaves "ready": waiting for the state instead could miss a short
+ * answer that is already done, as a clean-clone CI run of 11978f1 did). */
 async function say(page, text) {
+  const before = await page.locator("#messages .msg.user").count();
   await page.fill("#prompt", text);
   await page.press("#prompt", "Enter");
-  await page.waitForFunction(() => document.body.dataset.state !== "ready");
+  await page.waitForFunction((n) => document.querySelectorAll("#messages .msg.user").length > n, before);
 }
 
 /**
