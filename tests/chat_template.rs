@@ -182,3 +182,25 @@ cross_test!(
     hostile_templates_are_bounded,
     check_hostile_templates_are_bounded
 );
+
+/// The budget leaves room for real conversations: 4,000 turns of 256 bytes (1 MB of prompt,
+/// more than a 128k-token context holds) through ChatML, and through a template that gathers a
+/// letter per turn into a namespace string (copied whole at every turn, as templates that
+/// gather their system part do), both render.
+fn check_long_conversations_fit_the_budget() {
+    let content = "word ".repeat(51) + "w";
+    let turns: Vec<ChatMessage> = (0..4000)
+        .map(|i| ChatMessage::new(if i % 2 == 0 { "user" } else { "assistant" }, &content))
+        .collect();
+    let t = ChatTemplate::new(CHATML, "<s>", "</s>").unwrap();
+    let out = t.render_limited(&turns, true, 4 << 20).unwrap();
+    assert!(out.len() > 1_000_000, "{}", out.len());
+    let gather = "{% set ns = namespace(all='') %}{% for m in messages %}{% if m.role == 'user' %}\
+{% set ns.all = ns.all ~ m.content[0] %}{% endif %}{% endfor %}{{ ns.all|length }}";
+    let t = ChatTemplate::new(gather, "<s>", "</s>").unwrap();
+    assert_eq!(t.render(&turns, false).unwrap(), "2000");
+}
+cross_test!(
+    long_conversations_fit_the_budget,
+    check_long_conversations_fit_the_budget
+);

@@ -326,6 +326,8 @@ macro_rules! corpus {
 }
 const TEMPLATES: &[(&str, &str)] = corpus!(
     "chatml_ok.jinja",
+    "concat_accumulation.jinja",
+    "concat_doubling.jinja",
     "deep_nesting.jinja",
     "format_ok.jinja",
     "hidden_builtin.jinja",
@@ -345,6 +347,7 @@ const TEMPLATES: &[(&str, &str)] = corpus!(
     "huge_tojson_items.jinja",
     "infinite_recursion.jinja",
     "kwargs_ok.jinja",
+    "list_doubling.jinja",
     "macro_doubling.jinja",
     "nested_loops.jinja",
     "raise.jinja",

@@ -9,15 +9,17 @@
 //! typed [`TemplateError`].
 //!
 //! A template is a program from the model file, so a render is bounded: at most
-//! [`TEMPLATE_FUEL`] instructions (minijinja's fuel: a macro that calls itself twice per level,
-//! or loops nested 10⁴ deep, stop with [`TemplateError::Budget`]), [`TEMPLATE_RECURSION`]
-//! levels of nesting, and an output of the caller's size ([`ChatTemplate::render_limited`]:
-//! the text model passes what its context could hold), checked as the output is written
-//! ([`TemplateError::TooLong`]); the builtins whose result can dwarf their inputs (`indent`,
-//! `replace`, `join`, `format`, `tojson`, `pprint` and pycompat's `.replace`/`.join`/`.format`)
-//! check its size against the same limit before they run (`bounded.rs`). Not bounded: strings
-//! and lists a template grows with `~` or `+` inside its fuel (tests/hostile/unbounded/), which
-//! minijinja charges one unit of fuel whatever they copy.
+//! [`TEMPLATE_FUEL`] fuel (minijinja 3.1's fuel: one per instruction and one per 64 bytes of
+//! data the render produces, so a macro that calls itself twice per level, loops nested 10⁴
+//! deep, or a string doubled with `~` 40 times stop with [`TemplateError::Budget`]: at most
+//! ~2M instructions and 128 MB of data), [`TEMPLATE_RECURSION`] levels of nesting, and an
+//! output of the caller's size ([`ChatTemplate::render_limited`]: the text model passes what
+//! its context could hold), checked as the output is written ([`TemplateError::TooLong`]).
+//! The builtins whose result can dwarf their inputs (`indent`, `replace`, `join`, `format`,
+//! `tojson`, `pprint` and pycompat's `.replace`/`.join`/`.format`) check its size against the
+//! same limit before they run (`bounded.rs`), and `+` on lists stops at 2^20 items (the
+//! vendored minijinja's one patch, `vendor/README.md`). The hostile corpus
+//! (`tests/hostile/templates/`) holds one template per attack.
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Value;
@@ -58,10 +60,10 @@ pub enum TemplateError {
     /// Any other failure while rendering (unknown filter, bad operation, ...).
     #[error("chat template render error: {0}")]
     Render(String),
-    /// The render ran past its instruction budget ([`TEMPLATE_FUEL`]).
+    /// The render ran past its budget ([`TEMPLATE_FUEL`]: instructions and the data they make).
     #[error(
-        "chat template ran past its budget of {fuel} instructions (a template that loops \
-         without end, or a conversation far longer than any context)"
+        "chat template ran past its budget of {fuel} fuel (one per instruction and per 64 \
+         bytes of data: a template that loops without end or grows a string without bound)"
     )]
     Budget { fuel: u64 },
     /// The rendered prompt passed `limit` bytes (more text than the context can hold).
@@ -69,9 +71,10 @@ pub enum TemplateError {
     TooLong { limit: usize },
 }
 
-/// Instructions one render may execute. A 1,000-message chat through Llama 3's or Qwen's
-/// template takes tens of thousands.
-pub const TEMPLATE_FUEL: u64 = 5_000_000;
+/// Fuel one render may use: one per instruction and one per 64 bytes of data produced
+/// (strings, list slots, output). A 4,000-message chat of 1 MB through ChatML takes ~0.1M
+/// (tests/chat_template.rs).
+pub const TEMPLATE_FUEL: u64 = 2_000_000;
 
 /// Nesting a render may reach (minijinja counts loops and conditions 1, macro calls more);
 /// real templates nest a few levels.
