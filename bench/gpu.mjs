@@ -10,7 +10,10 @@
 //           --runs N --toy --small-toy --profile --no-long --chunk-tokens N --grid --strategies a,b
 //   decode  `generate()` of 128 tokens on two prompts per strategy (--strategies, default
 //           unfused,fused; --runs N; --max-tokens N), host recording µs per token, then the time
-//           to first token of a 4-turn chat with and without KV reuse (--no-chat leaves it out)
+//           to first token of a 4-turn chat with and without KV reuse (--no-chat leaves it out),
+//           abort during a long prompt per strategy (ms from abort() to the rejection, beside the
+//           whole prefill), and the model loaded again on the same device (seconds, kernels
+//           compiled: the first load's and the second's)
 //   exact   greedy ids against a float64 exact reference (--fixture JSONL), each prompt up to its
 //           first top-2 margin below 0.01, per strategy; exits 1 on any difference
 //   sim     `simBench()`: --runs N --populations a,b --episodes a,b --envs a,b --policy linear|mlp:H|rnn:H
@@ -143,7 +146,9 @@ if (result.failed) process.exit(1);
 
 async function decode(fuselm, model) {
   const device = await fuselm.probe({});
+  let t0 = performance.now();
   const loaded = await fuselm.loadModel(model, { nCtx: 1152 });
+  const loads = [{ seconds: (performance.now() - t0) / 1000, kernelsCompiled: loaded.info.kernelsCompiled }];
   const maxTokens = Number(opt["max-tokens"] ?? 128);
   const prompts = [
     { prompt: "Once upon a time, there was a little robot who", chat: false },
@@ -205,9 +210,40 @@ async function decode(fuselm, model) {
     console.log(`chat turn ${r.turn}: ${r.promptTokens} prompt tokens, ${r.cachedTokens[0]} reused: TTFT ` +
       `${r.ttftMedianMs.toFixed(2)} ms vs ${f.ttftMedianMs.toFixed(2)} ms fresh; same answer: ${r.answer === f.answer}`);
   }
+  // Abort during a ~1,000-token prompt, a third of the way into its prefill.
+  const long = "The quick brown fox jumps over the lazy dog. ".repeat(100);
+  const aborts = [];
+  for (const strategy of list(opt.strategies, "unfused,fused")) {
+    const whole = [], after = [];
+    let promptTokens = 0;
+    for (let i = 0; i < runs; i++) {
+      t0 = performance.now();
+      const r = await loaded.generate(long, { maxTokens: 1, strategy }).result();
+      whole.push(performance.now() - t0);
+      const ac = new AbortController();
+      const during = loaded.generate(long, { maxTokens: 1, strategy, signal: ac.signal });
+      await new Promise((done) => setTimeout(done, whole.at(-1) / 3));
+      t0 = performance.now();
+      ac.abort();
+      const kind = await during.result().then(() => "resolved", (e) => e.kind);
+      after.push(performance.now() - t0);
+      if (kind !== "aborted") after[after.length - 1] = NaN;
+      promptTokens = r.promptTokens.length;
+    }
+    const row = { strategy, promptTokens, wholePromptMs: spread(whole), abortMs: spread(after) };
+    aborts.push(row);
+    console.log(`${strategy.padEnd(8)} abort during a ${row.promptTokens}-token prompt: ${row.abortMs.median.toFixed(1)} ms ` +
+      `(${row.abortMs.min.toFixed(1)}-${row.abortMs.max.toFixed(1)}) after abort(), whole prompt + 1 token ${row.wholePromptMs.median.toFixed(1)} ms`);
+  }
   const info = loaded.info;
   await loaded.dispose();
-  return { device, runs, defaultStrategy: info.strategy, results, chat };
+  t0 = performance.now();
+  const again = await fuselm.loadModel(model, { nCtx: 1152 });
+  loads.push({ seconds: (performance.now() - t0) / 1000, kernelsCompiled: again.info.kernelsCompiled });
+  await again.dispose();
+  console.log(`load: first ${loads[0].seconds.toFixed(2)} s (${loads[0].kernelsCompiled} kernels compiled), ` +
+    `again on the same device ${loads[1].seconds.toFixed(2)} s (${loads[1].kernelsCompiled})`);
+  return { device, runs, defaultStrategy: info.strategy, results, chat, aborts, loads };
 }
 
 async function exact(fuselm, model) {

@@ -318,6 +318,71 @@ async fn abort_stops_prefill_between_batches() {
 }
 native_test!(abort_during_prefill, abort_stops_prefill_between_batches);
 
+/// Loads reuse compiled kernels: a second load on the device of a first (`GpuContext::sibling`,
+/// what the npm package does for every load on a page) compiles no pipeline and generates the
+/// same tokens; a model's buffers are its context's, destroyed when it is dropped while the
+/// device stays for the other, and repeated generations make no new ones.
+async fn second_load_compiles_nothing() {
+    let bytes = synthetic_llama(&spec());
+    let root = GpuContext::new().await.expect("gpu");
+    let options = LoadOptions {
+        n_ctx: Some(64),
+        max_batch: Some(8),
+        kv_f16: Some(false),
+        strategy: None,
+    };
+    let prompt: Vec<u32> = (0..12u32).map(|i| 32 + i * 5).collect();
+    let greedy = SamplingOptions::default().resolve(&[]).expect("greedy");
+    let run = |strategy| GenerationRequest {
+        prompt: &prompt,
+        max_tokens: 6,
+        strategy,
+        sampler: greedy,
+        chunk_tokens: 4,
+        reuse_prefix: false,
+        constraint: None,
+    };
+    let mut runs = Vec::new();
+    for load in 0..2 {
+        let ctx = root.sibling(Default::default()).expect("sibling");
+        let mut gpu = GpuModel::load(ctx, &bytes, &options).await.expect("load");
+        let mut strategies = vec![Strategy::Unfused, Strategy::Fused];
+        if gpu.prepare_strategy(Strategy::Megakernel).await.is_ok() {
+            strategies.push(Strategy::Megakernel);
+        }
+        let mut tokens = Vec::new();
+        let mut held = Vec::new();
+        for round in 0..2 {
+            for &strategy in &strategies {
+                let r = gpu.generate(&run(strategy), &mut |_| true).await;
+                tokens.push(r.expect("generation").tokens);
+            }
+            held.push(gpu.context().buffers_held());
+            assert!(
+                round == 0 || held[round] == held[0],
+                "buffers per round: {held:?}"
+            );
+        }
+        let compiled = gpu.context().pipelines_compiled();
+        if load == 0 {
+            assert!(
+                compiled > 10,
+                "the first load compiles its kernels ({compiled})"
+            );
+        } else {
+            assert_eq!(compiled, 0, "the second load compiles nothing");
+        }
+        runs.push(tokens);
+    }
+    assert_eq!(runs[0], runs[1], "the same tokens from both loads");
+    assert_eq!(
+        root.buffers_held(),
+        0,
+        "the device's own context holds no buffer"
+    );
+}
+native_test!(loads_reuse_pipelines, second_load_compiles_nothing);
+
 /// The corpus of `tests/hostile/templates/`, compiled in (the browser reads no files).
 macro_rules! corpus {
     ($($file:literal),* $(,)?) => {

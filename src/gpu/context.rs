@@ -73,10 +73,14 @@ pub struct ContextOptions {
     pub tuning: KernelTuning,
 }
 
-/// An adapter with its device and queue, plus what we learned about them. Each model owns its
-/// context; dropping it destroys the device, which frees every buffer made on it at once (in
-/// browsers, dropping a wgpu buffer only drops a JS reference, and its GPU memory would wait for
-/// garbage collection).
+/// An adapter with its device and queue, plus what we learned about them, and the buffers made
+/// through it. A model owns one context; [`GpuContext::sibling`] makes another on the same
+/// device (several models on one device, and a later load on the device of an earlier one),
+/// sharing the device's compiled pipelines ([`GpuContext::cached_pipeline`]): a second load of
+/// the same model compiles nothing. Dropping a context destroys every buffer made through
+/// [`GpuContext::create_buffer`] and [`GpuContext::create_buffer_init`] at once (in browsers,
+/// dropping a wgpu buffer only drops a JS reference, and its GPU memory would wait for garbage
+/// collection); the device is destroyed with its last context.
 pub struct GpuContext {
     pub adapter: wgpu::Adapter,
     pub device: wgpu::Device,
@@ -84,10 +88,20 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     /// The adapter as the probe reports it (browser strings included; `is_software`).
     pub identity: crate::probe::AdapterIdentity,
+    shared: Arc<DeviceShared>,
+    options: ContextOptions,
+    /// The buffers made through this context, destroyed with it.
+    buffers: Mutex<Vec<wgpu::Buffer>>,
+    /// Pipelines this context compiled (not found in the device's cache).
+    compiled: std::sync::atomic::AtomicUsize,
+}
+
+/// What the contexts on one device share.
+struct DeviceShared {
+    device: wgpu::Device,
     /// Whether the device has subgroups (in a browser, asked for and checked by
     /// `web::sys::subgroups`, since wgpu's WebGPU backend does not know the feature).
     subgroups: bool,
-    options: ContextOptions,
     /// Set by the device-lost callback: why the device was lost.
     lost: Arc<Mutex<Option<String>>>,
     /// The modules [`GpuContext::shader`] could not prove loop-safe (see
@@ -96,12 +110,44 @@ pub struct GpuContext {
     /// The uniform fields the proofs assumed below `loop_proof::PARAM_LIMIT`
     /// (see [`GpuContext::loop_assumptions`]).
     assumed: Mutex<std::collections::BTreeSet<String>>,
+    /// Compiled pipelines by what they were compiled from ([`PipelineKey`]).
+    pipelines: Mutex<std::collections::HashMap<PipelineKey, CachedPipeline>>,
+    /// Pipelines compiled on this device so far (cache misses).
+    compiled: std::sync::atomic::AtomicUsize,
+}
+
+impl Drop for DeviceShared {
+    fn drop(&mut self) {
+        self.device.destroy();
+    }
 }
 
 impl Drop for GpuContext {
     fn drop(&mut self) {
-        self.device.destroy();
+        let buffers = self.buffers.get_mut().map(std::mem::take);
+        for b in buffers.unwrap_or_default() {
+            b.destroy();
+        }
     }
+}
+
+/// What a compiled pipeline is compiled from: its label, WGSL source, binding layout and how the
+/// module was checked; equal keys compile to the same pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PipelineKey {
+    pub label: String,
+    pub source: String,
+    /// The binding layout, as the kernel layer encodes it.
+    pub layout: Vec<u8>,
+    /// Compiled with every runtime check (WGSL that is not ours).
+    pub checked: bool,
+}
+
+/// A compiled pipeline with its bind group layout.
+#[derive(Debug, Clone)]
+pub struct CachedPipeline {
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: wgpu::BindGroupLayout,
 }
 
 impl GpuContext {
@@ -154,23 +200,124 @@ impl GpuContext {
                 *slot = Some(format!("{reason:?}: {message}"));
             }
         });
+        // wgpu's handles are Send and Sync natively, not on wasm32 (one thread there).
+        #[allow(clippy::arc_with_non_send_sync)]
+        let shared = Arc::new(DeviceShared {
+            device: device.clone(),
+            subgroups,
+            lost,
+            unproven: Mutex::new(Vec::new()),
+            assumed: Mutex::new(Default::default()),
+            pipelines: Mutex::new(Default::default()),
+            compiled: Default::default(),
+        });
         Ok(Self {
             adapter,
             device,
             queue,
             info,
             identity,
-            subgroups,
+            shared,
             options,
-            lost,
-            unproven: Mutex::new(Vec::new()),
-            assumed: Mutex::new(Default::default()),
+            buffers: Mutex::new(Vec::new()),
+            compiled: Default::default(),
         })
+    }
+
+    /// Another context on this context's device, with `options` and buffers of its own: for a
+    /// second model on the same device, or a later load reusing the pipelines compiled for an
+    /// earlier one (refused with "invalid-argument" when a tuning value is out of range).
+    pub fn sibling(&self, options: ContextOptions) -> Result<Self> {
+        options.tuning.check()?;
+        Ok(Self {
+            adapter: self.adapter.clone(),
+            device: self.device.clone(),
+            queue: self.queue.clone(),
+            info: self.info.clone(),
+            identity: self.identity.clone(),
+            shared: Arc::clone(&self.shared),
+            options,
+            buffers: Mutex::new(Vec::new()),
+            compiled: Default::default(),
+        })
+    }
+
+    /// A buffer that this context destroys when it is dropped (or at [`GpuContext::release`]).
+    pub fn create_buffer(&self, desc: &wgpu::BufferDescriptor<'_>) -> wgpu::Buffer {
+        self.track(self.device.create_buffer(desc))
+    }
+
+    /// [`GpuContext::create_buffer`] with its contents.
+    pub fn create_buffer_init(&self, desc: &wgpu::util::BufferInitDescriptor<'_>) -> wgpu::Buffer {
+        use wgpu::util::DeviceExt;
+        self.track(self.device.create_buffer_init(desc))
+    }
+
+    fn track(&self, buffer: wgpu::Buffer) -> wgpu::Buffer {
+        if let Ok(mut list) = self.buffers.lock() {
+            list.push(buffer.clone());
+        }
+        buffer
+    }
+
+    /// Destroys `buffer` now (one made through this context that its owner replaces).
+    pub fn release(&self, buffer: &wgpu::Buffer) {
+        if let Ok(mut list) = self.buffers.lock() {
+            list.retain(|b| b != buffer);
+        }
+        buffer.destroy();
+    }
+
+    /// How many buffers this context holds (made and not yet released).
+    pub fn buffers_held(&self) -> usize {
+        self.buffers.lock().map(|l| l.len()).unwrap_or(0)
+    }
+
+    /// The pipeline compiled from `key` on this device, compiled by `compile` on first use.
+    pub async fn cached_pipeline<F, Fut>(
+        &self,
+        key: PipelineKey,
+        compile: F,
+    ) -> Result<CachedPipeline>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<CachedPipeline>>,
+    {
+        if let Some(hit) = self
+            .shared
+            .pipelines
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(hit);
+        }
+        let made = compile().await?;
+        for counter in [&self.shared.compiled, &self.compiled] {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let Ok(mut map) = self.shared.pipelines.lock() {
+            map.insert(key, made.clone());
+        }
+        Ok(made)
+    }
+
+    /// Pipelines compiled on this device so far, by every context on it (each key once).
+    pub fn device_pipelines_compiled(&self) -> usize {
+        self.shared
+            .compiled
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Pipelines this context compiled; those it took from the device's cache (compiled for
+    /// an earlier context on the device) are not counted.
+    pub fn pipelines_compiled(&self) -> usize {
+        self.compiled.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Why the device was lost, if it was (then every GPU operation fails: load the model again).
     pub fn lost(&self) -> Option<String> {
-        self.lost.lock().ok().and_then(|slot| slot.clone())
+        self.shared.lost.lock().ok().and_then(|slot| slot.clone())
     }
 
     /// `err` as [`FuselmError::DeviceLost`] when the device is gone (a failed map or validation
@@ -204,7 +351,9 @@ impl GpuContext {
         if self.options.no_subgroups {
             return false;
         }
-        self.subgroups && self.info.subgroup_min_size == 32 && self.info.subgroup_max_size == 32
+        self.shared.subgroups
+            && self.info.subgroup_min_size == 32
+            && self.info.subgroup_max_size == 32
     }
 
     /// The WGSL `enable` line that subgroup operations need: browsers' WGSL compilers require
@@ -254,12 +403,12 @@ impl GpuContext {
                 loop_proof::prove(&parsed, &loop_proof::ProofLimits::of(&self.device.limits()));
             match &proof {
                 Ok(proof) => {
-                    if let Ok(mut set) = self.assumed.lock() {
+                    if let Ok(mut set) = self.shared.assumed.lock() {
                         set.extend(proof.assumptions.iter().map(|a| format!("{label}: {a}")));
                     }
                 }
                 Err(why) => {
-                    if let Ok(mut list) = self.unproven.lock() {
+                    if let Ok(mut list) = self.shared.unproven.lock() {
                         list.push(format!("{label}: {}", why.describe(Some(source))));
                     }
                 }
@@ -294,7 +443,8 @@ impl GpuContext {
     /// prove terminate, so [`GpuContext::shader`] compiled them with all of wgpu's checks
     /// (native only; always empty in a browser).
     pub fn unproven_loops(&self) -> Vec<String> {
-        self.unproven
+        self.shared
+            .unproven
             .lock()
             .map(|list| list.clone())
             .unwrap_or_default()
@@ -304,7 +454,8 @@ impl GpuContext {
     /// compiled so far assumed below `loop_proof::PARAM_LIMIT` (2^31), for tests to check
     /// against what the host writes there (native only).
     pub fn loop_assumptions(&self) -> Vec<String> {
-        self.assumed
+        self.shared
+            .assumed
             .lock()
             .map(|set| set.iter().cloned().collect())
             .unwrap_or_default()

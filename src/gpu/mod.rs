@@ -13,7 +13,8 @@ mod readback;
 mod sync;
 
 pub use context::{
-    request_adapter, request_adapter_with, ContextOptions, GpuContext, BACKENDS, OPTIONAL_FEATURES,
+    request_adapter, request_adapter_with, CachedPipeline, ContextOptions, GpuContext, PipelineKey,
+    BACKENDS, OPTIONAL_FEATURES,
 };
 pub(crate) use readback::map_read;
 pub use readback::{read_buffer, StagedRead, StagingPool};

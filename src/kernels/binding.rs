@@ -46,7 +46,7 @@ pub fn stack_views(
     if count == 0 || total > cap {
         return None;
     }
-    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+    let buffer = ctx.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: total,
         usage: wgpu::BufferUsages::STORAGE

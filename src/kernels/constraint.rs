@@ -70,7 +70,6 @@ pub struct ConstraintTable {
 impl ConstraintTable {
     /// Uploads `a`'s table (an error when it exceeds a storage binding).
     pub fn upload(ctx: &GpuContext, a: &TokenAutomaton) -> Result<Self> {
-        use wgpu::util::DeviceExt;
         let words = table_words(a);
         let bytes = words.len() as u64 * 4;
         let limit = ctx.device.limits().max_storage_buffer_binding_size;
@@ -81,13 +80,11 @@ impl ConstraintTable {
                 available: limit,
             });
         }
-        let buffer = ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("fuselm constraint table"),
-                contents: bytemuck::cast_slice(&words),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+        let buffer = ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("fuselm constraint table"),
+            contents: bytemuck::cast_slice(&words),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
         Ok(Self {
             buffer,
             start: a.start(),

@@ -121,11 +121,9 @@ pub fn uniform_array<P: bytemuck::Pod>(
     label: &str,
     params: &[P],
 ) -> wgpu::Buffer {
-    use wgpu::util::DeviceExt;
-    ctx.device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: bytemuck::cast_slice(params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        })
+    ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: bytemuck::cast_slice(params),
+        usage: wgpu::BufferUsages::UNIFORM,
+    })
 }

@@ -4,8 +4,7 @@
 
 use super::binding::Res;
 use crate::error::{FuselmError, Result};
-use crate::gpu::GpuContext;
-use wgpu::util::DeviceExt;
+use crate::gpu::{CachedPipeline, GpuContext, PipelineKey};
 
 /// How one binding of a kernel's explicit layout is declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,8 +34,7 @@ impl Pipeline {
         source: &str,
         slots: &[Slot],
     ) -> Result<Self> {
-        let module = ctx.shader(label, source).await?;
-        Self::from_module(ctx, label, &module, slots, 0).await
+        Self::compile(ctx, label, source, slots, 0, false).await
     }
 
     /// [`Pipeline::new`] for a kernel whose bindings are `@group(group)`: its pipeline layout
@@ -49,8 +47,7 @@ impl Pipeline {
         slots: &[Slot],
         group: u32,
     ) -> Result<Self> {
-        let module = ctx.shader(label, source).await?;
-        Self::from_module(ctx, label, &module, slots, group).await
+        Self::compile(ctx, label, source, slots, group, false).await
     }
 
     /// [`Pipeline::new`] for source that is not ours (a user's simulation environment):
@@ -61,8 +58,44 @@ impl Pipeline {
         source: &str,
         slots: &[Slot],
     ) -> Result<Self> {
-        let module = ctx.shader_checked(label, source).await?;
-        Self::from_module(ctx, label, &module, slots, 0).await
+        Self::compile(ctx, label, source, slots, 0, true).await
+    }
+
+    /// The pipeline from the device's cache ([`GpuContext::cached_pipeline`]), or compiled:
+    /// `checked` for WGSL that is not ours ([`GpuContext::shader_checked`]).
+    async fn compile(
+        ctx: &GpuContext,
+        label: &'static str,
+        source: &str,
+        slots: &[Slot],
+        group: u32,
+        checked: bool,
+    ) -> Result<Self> {
+        let mut layout: Vec<u8> = group.to_le_bytes().to_vec();
+        layout.extend(slots.iter().map(|s| *s as u8));
+        let key = PipelineKey {
+            label: label.to_string(),
+            source: source.to_string(),
+            layout,
+            checked: checked || ctx.options().force_loop_bounding,
+        };
+        let made = ctx
+            .cached_pipeline(key, || async {
+                let module = if checked {
+                    ctx.shader_checked(label, source).await?
+                } else {
+                    ctx.shader(label, source).await?
+                };
+                Self::from_module(ctx, label, &module, slots, group).await
+            })
+            .await?;
+        Ok(Self {
+            pipeline: made.pipeline,
+            layout: made.layout,
+            slots: slots.to_vec(),
+            label,
+            group,
+        })
     }
 
     async fn from_module(
@@ -71,7 +104,7 @@ impl Pipeline {
         module: &wgpu::ShaderModule,
         slots: &[Slot],
         group: u32,
-    ) -> Result<Self> {
+    ) -> Result<CachedPipeline> {
         let entries: Vec<wgpu::BindGroupLayoutEntry> = slots
             .iter()
             .enumerate()
@@ -114,13 +147,7 @@ impl Pipeline {
         if let Some(e) = scope.pop().await {
             return Err(FuselmError::Gpu(format!("pipeline {label}: {e}")));
         }
-        Ok(Self {
-            pipeline,
-            layout,
-            slots: slots.to_vec(),
-            label,
-            group,
-        })
+        Ok(CachedPipeline { pipeline, layout })
     }
 
     /// A bind group with `buffers[i]` (a whole buffer or a view's range) at binding `i`. A range
@@ -189,13 +216,16 @@ impl Pipeline {
         params: &[u8],
         buffers: &[B],
     ) -> Result<Bound> {
-        let uniform = ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        // Not tracked by the context: a few bytes, made again at each binding (a constrained
+        // generation binds its mask), so dropping it is enough.
+        let uniform = wgpu::util::DeviceExt::create_buffer_init(
+            &ctx.device,
+            &wgpu::util::BufferInitDescriptor {
                 label: Some(self.label),
                 contents: params,
                 usage: wgpu::BufferUsages::UNIFORM,
-            });
+            },
+        );
         self.bind_with_uniform(ctx, &uniform, buffers)
     }
 

@@ -7,7 +7,6 @@ use super::pipeline::{compose, Bound, Pipeline, Slot};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
-use wgpu::util::DeviceExt;
 
 /// Which dims rope pairs, as llama.cpp's rope modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,13 +86,11 @@ impl Rope {
             Slot::Read,
         ];
         let pipeline = Pipeline::new(ctx, "rope", &source, &slots).await?;
-        let ones = ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("rope factors of 1"),
-                contents: bytemuck::cast_slice(&[1.0f32; MAX_PAIRS as usize]),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+        let ones = ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("rope factors of 1"),
+            contents: bytemuck::cast_slice(&[1.0f32; MAX_PAIRS as usize]),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
         Ok(Self { pipeline, ones })
     }
 

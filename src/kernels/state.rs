@@ -43,15 +43,13 @@ impl DecodeState {
 
     /// A `state` buffer (STORAGE | COPY_DST | COPY_SRC) holding `self`.
     pub fn create_buffer(&self, ctx: &GpuContext) -> wgpu::Buffer {
-        use wgpu::util::DeviceExt;
-        ctx.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("fuselm decode state"),
-                contents: bytemuck::bytes_of(self),
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_DST
-                    | wgpu::BufferUsages::COPY_SRC,
-            })
+        ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("fuselm decode state"),
+            contents: bytemuck::bytes_of(self),
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+        })
     }
 }
 

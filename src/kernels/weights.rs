@@ -527,9 +527,11 @@ impl GpuWeight {
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        let mut replaced = Vec::with_capacity(layers.len());
         for (w, view) in layers.iter_mut().zip(views) {
             debug_assert_eq!(stride, stride_rows * row_bytes);
             let old = &w.chunks[0].view;
+            replaced.push(old.buffer.clone());
             encoder.copy_buffer_to_buffer(
                 &old.buffer,
                 old.offset,
@@ -543,6 +545,11 @@ impl GpuWeight {
             };
         }
         ctx.queue.submit([encoder.finish()]);
+        // Each chunk has a buffer of its own (`upload_padded`); the copies already queued
+        // still read them (destroy waits for submitted work).
+        for b in &replaced {
+            ctx.release(b);
+        }
         Some(slot)
     }
 
@@ -572,7 +579,7 @@ pub struct LayerStacks {
 /// (`create_buffer_init` would stage a second copy of it in wasm memory).
 fn upload_padded(ctx: &GpuContext, label: &str, data: &[u8]) -> wgpu::Buffer {
     let size = (data.len() as u64).div_ceil(4).max(1) * 4;
-    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+    let buffer = ctx.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size,
         usage: wgpu::BufferUsages::STORAGE

@@ -60,7 +60,7 @@ fn checked_storage(ctx: &GpuContext, label: &str, bytes: u64) -> Result<wgpu::Bu
             available: cap,
         });
     }
-    Ok(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+    Ok(ctx.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: bytes,
         usage: wgpu::BufferUsages::STORAGE
@@ -110,7 +110,7 @@ impl Activations {
                 (k, v, None)
             }
         };
-        let tokens = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        let tokens = ctx.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tokens"),
             size: u64::from(n_ctx) * 4,
             usage: wgpu::BufferUsages::STORAGE
@@ -152,6 +152,37 @@ impl Activations {
     }
 }
 
+impl Activations {
+    /// Destroys every buffer (for a reallocation: whatever was bound to them must bind again).
+    pub fn release(self, ctx: &GpuContext) {
+        let singles = [
+            &self.state,
+            &self.tokens,
+            &self.x,
+            &self.xn,
+            &self.q,
+            &self.k,
+            &self.v,
+            &self.att,
+            &self.o,
+            &self.gate,
+            &self.up,
+            &self.hidden,
+            &self.x_last,
+            &self.logits,
+        ];
+        let optional = [&self.k_raw, &self.logits_all];
+        let caches = self.k_cache.iter().chain(&self.v_cache).map(|v| &v.buffer);
+        for b in singles
+            .into_iter()
+            .chain(optional.into_iter().flatten())
+            .chain(caches)
+        {
+            ctx.release(b);
+        }
+    }
+}
+
 /// The GPU sampler's buffers beyond [`Activations`], shared by the strategies that sample on
 /// the GPU (fused, the megakernels).
 pub struct SamplerBuffers {
@@ -167,7 +198,7 @@ pub struct SamplerBuffers {
 
 /// A storage buffer of at least `bytes` (rounded up to 16) that can be written and copied from.
 pub(crate) fn storage(ctx: &GpuContext, label: &str, bytes: u64) -> wgpu::Buffer {
-    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+    ctx.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: bytes.max(16).div_ceil(16) * 16,
         usage: wgpu::BufferUsages::STORAGE

@@ -404,7 +404,9 @@ impl GpuModel {
                 .is_some_and(|(k, _)| Arc::ptr_eq(k, c))
             {
                 let table = ConstraintTable::upload(&self.shared.ctx, &c.automaton)?;
-                self.constraint = Some((c.clone(), table));
+                if let Some((_, old)) = self.constraint.replace((c.clone(), table)) {
+                    self.shared.ctx.release(&old.buffer);
+                }
             }
             sampler.constrained = 1;
         }

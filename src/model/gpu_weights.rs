@@ -7,7 +7,6 @@ use crate::gguf::{
 };
 use crate::gpu::GpuContext;
 use crate::kernels::{GpuWeight, LayerStacks};
-use wgpu::util::DeviceExt;
 
 /// One transformer block's weights on the GPU.
 pub struct LayerWeights {
@@ -136,7 +135,7 @@ pub fn upload_tensor(ctx: &GpuContext, t: &TensorInfo, data: &[u8]) -> Result<Up
     let name = t.name.as_str();
     if is_vector(name) {
         let values = dequantize_tensor(t, data)?;
-        return Ok(UploadedTensor::Vector(ctx.device.create_buffer_init(
+        return Ok(UploadedTensor::Vector(ctx.create_buffer_init(
             &wgpu::util::BufferInitDescriptor {
                 label: Some(name),
                 contents: bytemuck::cast_slice(&values),

@@ -240,7 +240,7 @@ impl MegaModel {
         let kv = storage(ctx, "megakernel kv cache", kv_bytes);
         let scratch = storage(ctx, "megakernel scratch", shape.scratch(None).words * 4);
         let gsync = storage(ctx, "megakernel grid sync", 16);
-        let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        let params = ctx.create_buffer(&wgpu::BufferDescriptor {
             label: Some("megakernel params"),
             size: std::mem::size_of::<MegaParams>() as u64,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,

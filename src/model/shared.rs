@@ -196,7 +196,7 @@ impl Shared {
         if self.all_logits.is_some() {
             return Ok(false);
         }
-        self.acts = Activations::new(
+        let acts = Activations::new(
             &self.ctx,
             &self.config,
             self.acts.n_ctx,
@@ -204,6 +204,7 @@ impl Shared {
             self.kv,
             true,
         )?;
+        std::mem::replace(&mut self.acts, acts).release(&self.ctx);
         self.prefill = self.bind_step(StepKind::Prefill)?;
         self.all_logits = Some(self.bind_step(StepKind::AllLogits)?);
         Ok(true)

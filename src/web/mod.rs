@@ -10,6 +10,7 @@
 
 mod bench;
 mod convert;
+mod device;
 mod model;
 mod probe;
 mod sim;

@@ -11,7 +11,6 @@
 use super::convert::{from_js, to_js, to_js_error};
 use crate::chat_template::ChatMessage;
 use crate::error::FuselmError;
-use crate::gpu::GpuContext;
 use crate::model::{
     CalibrateOptions, Calibration, GenerateOptions, GenerateResult, LoadOptions, LoadStatus,
     MemoryUse, Prompt, QuantUse, Strategy, TextModel,
@@ -58,6 +57,9 @@ pub struct ModelInfo {
     pub strategy: Strategy,
     /// Why that strategy, in one sentence.
     pub strategy_reason: String,
+    /// GPU pipelines this model compiled so far: models share the page's device and its
+    /// compiled pipelines, so loading a model again compiles none (0).
+    pub kernels_compiled: u32,
 }
 
 impl ModelInfo {
@@ -68,6 +70,7 @@ impl ModelInfo {
         let n_ctx = gpu.n_ctx();
         let memory = gpu.memory();
         let quant_types = gpu.quant_types();
+        let kernels_compiled = gpu.context().pipelines_compiled() as u32;
         let id = &gpu.context().identity;
         let adapter = [&id.description, &id.device, &id.architecture, &id.vendor]
             .into_iter()
@@ -93,6 +96,7 @@ impl ModelInfo {
             adapter,
             strategy,
             strategy_reason,
+            kernels_compiled,
         }
     }
 }
@@ -192,7 +196,7 @@ pub async fn load_model(
     options: Option<Ts<LoadOptions>>,
 ) -> Result<Model, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
-    let ctx = GpuContext::new().await.map_err(to_js_error)?;
+    let ctx = super::device::context().await.map_err(to_js_error)?;
     let model = TextModel::load(ctx, &bytes, &options)
         .await
         .map_err(to_js_error)?;
@@ -209,7 +213,7 @@ pub async fn create_model_loader(
     total_bytes: Option<f64>,
 ) -> Result<ModelLoader, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
-    let ctx = GpuContext::new().await.map_err(to_js_error)?;
+    let ctx = super::device::context().await.map_err(to_js_error)?;
     let mut loader = crate::model::ModelLoader::new(ctx, options);
     if let Some(len) = total_bytes.filter(|n| n.is_finite() && *n >= 0.0) {
         loader.expect_len(len as u64);

@@ -367,7 +367,7 @@ test("tokenize and detokenize, also during a generation", async () => {
   assertNoProblems(problems);
 });
 
-test("after the GPU device is lost, generation says device-lost and a new load works", async () => {
+test("a second load compiles no kernels; after the GPU device is lost, generation says device-lost and a new load works", async () => {
   const { page, problems } = await sdkPage({
     init: () => {
       // Keep every device the page creates, so the test can destroy it like a driver reset.
@@ -381,8 +381,18 @@ test("after the GPU device is lost, generation says device-lost and a new load w
     },
   });
   const out = await page.evaluate(async (url) => {
+    const t0 = performance.now();
+    const first = await window.f.loadModel(url, { nCtx: 64 });
+    const t1 = performance.now();
+    const firstTokens = (await first.generate("Hello", { maxTokens: 5 }).result()).tokens;
+    const compiled = [first.info.kernelsCompiled];
+    await first.dispose();
+    const t2 = performance.now();
     const m = await window.f.loadModel(url, { nCtx: 64 });
+    const seconds = [(t1 - t0) / 1000, (performance.now() - t2) / 1000];
     const before = (await m.generate("Hello", { maxTokens: 5 }).result()).tokens;
+    compiled.push(m.info.kernelsCompiled);
+    const devices = window.__devices.length;
     window.__devices.at(-1).destroy();
     await window.__devices.at(-1).lost;
     const lost = await m.generate("Hello", { maxTokens: 5 }).result().then(() => "resolved", (e) => e.kind);
@@ -390,8 +400,13 @@ test("after the GPU device is lost, generation says device-lost and a new load w
     const again = await window.f.loadModel(url, { nCtx: 64 });
     const after = (await again.generate("Hello", { maxTokens: 5 }).result()).tokens;
     await again.dispose();
-    return { before, lost, after };
+    return { firstTokens, compiled, seconds, devices, before, lost, after };
   }, model);
+  console.log(`load: first ${out.seconds[0].toFixed(2)} s (${out.compiled[0]} kernels compiled), second ${out.seconds[1].toFixed(2)} s (${out.compiled[1]})`);
+  assert.ok(out.compiled[0] > 0, `the first load compiles its kernels (${out.compiled[0]})`);
+  assert.equal(out.compiled[1], 0, "the second load on the page's device compiles none");
+  assert.equal(out.devices, 1, "both loads on one device");
+  assert.deepEqual(out.before, out.firstTokens, "same tokens from both loads");
   assert.equal(out.lost, "device-lost");
   assert.deepEqual(out.after, out.before);
   assertNoProblems(problems);
