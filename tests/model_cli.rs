@@ -101,6 +101,50 @@ fn meaningless_generate_flags_are_errors() {
     );
 }
 
+/// Only a regular file is read as a model (`/dev/zero` used to be read until memory ran out),
+/// `--n-ctx` past the trained context warns, and the default `--max-tokens` fits the context:
+/// a 7-token prompt in an 8-token context generates one token instead of failing.
+#[test]
+fn generate_reads_regular_files_and_fits_the_context() {
+    for path in ["/dev/zero", "/"] {
+        let out = fuselm(&["generate", "--model", path, "--prompt", "hi"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("a model must be a GGUF file"), "{stderr}");
+    }
+    let model = common::default_model();
+    let model = model.to_str().expect("utf-8 path");
+    let out = fuselm(&[
+        "generate",
+        "--model",
+        model,
+        "--prompt",
+        "hello_world_this_is",
+        "--n-ctx",
+        "8",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("[7 prompt tokens, 1 generated"), "{stderr}");
+    let out = fuselm(&[
+        "generate",
+        "--model",
+        model,
+        "--prompt",
+        "hi",
+        "--n-ctx",
+        "8200",
+        "--max-tokens",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--n-ctx 8200 is beyond the 8192 tokens"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn generate_calibrates_and_keeps_the_ids() {
     let dir = std::env::temp_dir().join(format!("fuselm-cli-calibrate-{}", std::process::id()));

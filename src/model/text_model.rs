@@ -22,7 +22,7 @@ use std::sync::Arc;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct GenerateOptions {
-    /// Most tokens to generate. Default: 128.
+    /// Most tokens to generate. Default: 128, or what the prompt leaves of `nCtx`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub max_tokens: Option<u32>,
@@ -302,7 +302,11 @@ impl TextModel {
             Prompt::Text(text) => self.encode_prompt(text, options)?,
             Prompt::Messages(messages) => self.encode_messages(messages)?,
         };
-        let max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        // The default fits the context: 128, or what the prompt leaves of nCtx.
+        let room = self.gpu.n_ctx().saturating_sub(prompt_tokens.len() as u32);
+        let max_tokens = options
+            .max_tokens
+            .unwrap_or_else(|| DEFAULT_MAX_TOKENS.min(room));
         let stop_ids = self.stop_ids();
         let constraint = match &options.response_format {
             Some(format) => {

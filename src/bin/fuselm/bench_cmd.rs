@@ -65,7 +65,7 @@ async fn run_async(args: BenchArgs) -> Result<(), Box<dyn Error>> {
     })
     .await?;
     let bytes = match &args.model {
-        Some(p) => Some(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        Some(p) => Some(crate::model_file::read_model(p)?.0),
         None => None,
     };
     let options = GenerationBenchOptions {

@@ -6,7 +6,7 @@
 use crate::tune_args::TuneArgs;
 use fuselm::constraint::ResponseFormat;
 use fuselm::gpu::GpuContext;
-use fuselm::model::{CalibrateOptions, GenerateOptions, LoadOptions, Prompt, Strategy, TextModel};
+use fuselm::model::{CalibrateOptions, GenerateOptions, LoadOptions, Prompt, Strategy};
 use fuselm::sampling::SamplingOptions;
 use std::error::Error;
 use std::io::Write;
@@ -26,9 +26,9 @@ pub struct GenerateArgs {
     /// With --chat: a system message instead of the template's default.
     #[arg(long, requires = "chat")]
     system: Option<String>,
-    /// Most tokens to generate.
-    #[arg(long, default_value_t = 128)]
-    max_tokens: u32,
+    /// Most tokens to generate (default: 128, or what the prompt leaves of the context).
+    #[arg(long)]
+    max_tokens: Option<u32>,
     /// KV-cache capacity in tokens (default: min(model context, 2048)).
     #[arg(long)]
     n_ctx: Option<u32>,
@@ -124,7 +124,6 @@ pub fn run(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
 
 async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
     let response_format = response_format(&args)?;
-    let bytes = std::fs::read(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
     let load_start = std::time::Instant::now();
     let mut context = args.tune.context_options()?;
     if args.grid_workgroups.is_some() {
@@ -138,9 +137,15 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         kv_f16: Some(args.kv_f16),
         strategy: None,
     };
-    let mut model = TextModel::load(ctx, &bytes, &load).await?;
+    let mut model = crate::model_file::load_streamed(&args.model, ctx, load).await?;
     let load_seconds = load_start.elapsed().as_secs_f64();
-    drop(bytes);
+    let trained = model.config().context_length;
+    if let Some(n) = args.n_ctx.filter(|&n| trained > 0 && n > trained) {
+        eprintln!(
+            "[warning: --n-ctx {n} is beyond the {trained} tokens the model was trained on; \
+             text past them may degrade]"
+        );
+    }
     let strategy = match &args.strategy {
         Some(s) => Strategy::parse(s)?,
         None => {
@@ -163,7 +168,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         }
     };
     let options = GenerateOptions {
-        max_tokens: Some(args.max_tokens),
+        max_tokens: args.max_tokens,
         chat: Some(args.chat),
         system: args.system,
         strategy: Some(strategy),

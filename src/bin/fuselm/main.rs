@@ -15,6 +15,7 @@ mod bench_cmd;
 mod generate_cmd;
 #[cfg(not(target_arch = "wasm32"))]
 mod model_cmds;
+mod model_file;
 #[cfg(not(target_arch = "wasm32"))]
 mod probe_cmd;
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,6 +1,6 @@
 //! `fuselm inspect MODEL` and `fuselm tokenize --model MODEL TEXT` / `--decode IDS`.
 
-use fuselm::gguf::{type_name, Gguf, ModelConfig};
+use fuselm::gguf::{type_name, ModelConfig};
 use fuselm::model::tokenizer_from_gguf;
 use std::error::Error;
 use std::path::PathBuf;
@@ -35,14 +35,8 @@ pub struct TokenizeArgs {
     text: Option<String>,
 }
 
-fn read_model(path: &PathBuf) -> Result<(Vec<u8>, Gguf), Box<dyn Error>> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let gguf = Gguf::parse(&bytes)?;
-    Ok((bytes, gguf))
-}
-
 pub fn inspect(args: InspectArgs) -> Result<(), Box<dyn Error>> {
-    let (bytes, gguf) = read_model(&args.model)?;
+    let (bytes, gguf) = crate::model_file::read_model(&args.model)?;
     let config = ModelConfig::from_gguf(&gguf);
     let tokenizer = tokenizer_from_gguf(&gguf);
     if args.json {
@@ -126,7 +120,7 @@ fn parse_ids(text: &str) -> Result<Vec<u32>, Box<dyn Error>> {
 }
 
 pub fn tokenize(args: TokenizeArgs) -> Result<(), Box<dyn Error>> {
-    let (_, gguf) = read_model(&args.model)?;
+    let (_, gguf) = crate::model_file::read_model(&args.model)?;
     let tok = tokenizer_from_gguf(&gguf)?;
     if let Some(ids) = args.decode {
         let ids = parse_ids(&ids)?;
