@@ -210,8 +210,9 @@ async function decode(fuselm, model) {
     console.log(`chat turn ${r.turn}: ${r.promptTokens} prompt tokens, ${r.cachedTokens[0]} reused: TTFT ` +
       `${r.ttftMedianMs.toFixed(2)} ms vs ${f.ttftMedianMs.toFixed(2)} ms fresh; same answer: ${r.answer === f.answer}`);
   }
-  // Abort during a ~1,000-token prompt, a third of the way into its prefill.
-  const long = "The quick brown fox jumps over the lazy dog. ".repeat(100);
+  // Abort during a prompt of up to ~1,000 tokens (within nCtx), a third of the way into its prefill.
+  const sentence = "The quick brown fox jumps over the lazy dog. ";
+  const long = sentence.repeat(Math.max(1, Math.floor(1000 / (await loaded.tokenize(sentence)).length)));
   const aborts = [];
   for (const strategy of list(opt.strategies, "unfused,fused")) {
     const whole = [], after = [];

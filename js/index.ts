@@ -5,7 +5,7 @@
 import * as wasm from "./wasm/fuselm.js";
 import type { AdapterReport, GenerationBenchOptions, GenerationBenchReport, ProbeOptions } from "./wasm/fuselm.js";
 import { init } from "./init.js";
-import { toFuselmError } from "./errors.js";
+import { FuselmError, toFuselmError } from "./errors.js";
 import { readAll, type ModelSource } from "./load.js";
 
 export { init } from "./init.js";
@@ -112,10 +112,23 @@ export async function probe(options?: ProbeOptions): Promise<AdapterReport> {
  * as the native `fuselm bench`. With `model` (any `loadModel` source) it runs prompts of 16 and
  * 128 tokens (and ~1,000 tokens of context unless `longContext: false`), with `profile: true` the
  * per-kernel-role profile; `toy: true` (the default without a model) runs synthetic models.
+ * A model file above 1 GiB is refused ("limit-exceeded"): the file is held whole in wasm memory.
  */
+/** The largest model file `bench()` takes: it holds the whole file in wasm memory (4 GiB at most,
+ * shared with everything else the module holds); a 2.39 GB file trapped there. */
+const BENCH_MAX_BYTES = 1 << 30;
+
 export async function bench(options?: GenerationBenchOptions, model?: ModelSource): Promise<GenerationBenchReport> {
   try {
     const [bytes] = await Promise.all([model === undefined ? undefined : readAll(model), init()]);
+    if (bytes !== undefined && bytes.length > BENCH_MAX_BYTES) {
+      throw new FuselmError(
+        "limit-exceeded",
+        `bench() copies the model file into wasm memory, at most ${BENCH_MAX_BYTES} bytes; this one is ${bytes.length} ` +
+          "(time a larger model with generate()'s timings, or the native `fuselm bench`)",
+        { limit: "bench model size", needed: bytes.length, available: BENCH_MAX_BYTES },
+      );
+    }
     return await wasm.bench(options, bytes);
   } catch (e) {
     throw toFuselmError(e);
