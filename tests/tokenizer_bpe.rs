@@ -250,3 +250,32 @@ cross_test!(
     bad_specs_are_errors_not_panics,
     check_bad_specs_are_errors_not_panics
 );
+
+/// A normal byte-level token decodes each character outside GPT-2's byte alphabet as
+/// `[UNK_BYTE_0x..<the whole text>]` (llama.cpp's rendering, kept where it is small): a 40,000-
+/// character token of them would decode to 1.6 GB at load, so such a vocabulary is refused with a
+/// typed error instead; one short token of them still loads, rendered as llama.cpp does.
+fn check_tokens_decoding_past_their_texts_are_bounded() {
+    let mut s = spec();
+    s.tokens.push("€".repeat(40_000));
+    s.token_types.as_mut().unwrap().push(1);
+    let start = std::time::Instant::now();
+    assert_eq!(
+        Tokenizer::from_spec(s).unwrap_err(),
+        TokenizerError::PiecesTooLarge { limit: 16 << 20 }
+    );
+    assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+    let mut s = spec();
+    s.tokens.push("a€".into());
+    s.token_types.as_mut().unwrap().push(1);
+    let id = s.tokens.len() as u32 - 1;
+    let tok = Tokenizer::from_spec(s).unwrap();
+    assert_eq!(
+        tok.token_to_piece(id, true).unwrap(),
+        "a[UNK_BYTE_0xe282aca€]".as_bytes()
+    );
+}
+cross_test!(
+    tokens_decoding_past_their_texts_are_bounded,
+    check_tokens_decoding_past_their_texts_are_bounded
+);

@@ -115,6 +115,13 @@ pub struct ConstraintMaskCall {
     groups: [u32; 3],
 }
 
+impl ConstraintMaskCall {
+    /// Destroys the buffers made for this call (bound for one generation).
+    pub fn release(&self, ctx: &GpuContext) {
+        self.bound.release(ctx);
+    }
+}
+
 impl ConstraintMask {
     pub async fn new(ctx: &GpuContext) -> Result<Self> {
         let source = compose(&[

@@ -216,17 +216,14 @@ impl Pipeline {
         params: &[u8],
         buffers: &[B],
     ) -> Result<Bound> {
-        // Not tracked by the context: a few bytes, made again at each binding (a constrained
-        // generation binds its mask), so dropping it is enough.
-        let uniform = wgpu::util::DeviceExt::create_buffer_init(
-            &ctx.device,
-            &wgpu::util::BufferInitDescriptor {
-                label: Some(self.label),
-                contents: params,
-                usage: wgpu::BufferUsages::UNIFORM,
-            },
-        );
-        self.bind_with_uniform(ctx, &uniform, buffers)
+        let uniform = ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(self.label),
+            contents: params,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let mut bound = self.bind_with_uniform(ctx, &uniform, buffers)?;
+        bound.uniform = Some(uniform);
+        Ok(bound)
     }
 
     /// A [`Bound`] call with `uniform` at binding 0 (shared by several bind groups), then
@@ -244,6 +241,7 @@ impl Pipeline {
             pipeline: self.pipeline.clone(),
             bind_group: self.bind_group(ctx, &all)?,
             group: self.group,
+            uniform: None,
         })
     }
 
@@ -258,6 +256,7 @@ impl Pipeline {
             pipeline: self.pipeline.clone(),
             bind_group: self.bind_group(ctx, &all)?,
             group: self.group,
+            uniform: None,
         })
     }
 }
@@ -268,9 +267,19 @@ pub(crate) struct Bound {
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     group: u32,
+    /// The uniform buffer made for this call alone ([`Pipeline::bind_uniform_bytes`]).
+    uniform: Option<wgpu::Buffer>,
 }
 
 impl Bound {
+    /// Destroys the uniform buffer made for this call (for a call bound for one generation; its
+    /// clones must not be used after).
+    pub(crate) fn release(&self, ctx: &GpuContext) {
+        if let Some(u) = &self.uniform {
+            ctx.release(u);
+        }
+    }
+
     pub(crate) fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, groups: [u32; 3]) {
         if groups.contains(&0) {
             return;

@@ -183,6 +183,11 @@ impl SampleCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.bound.dispatch(pass, self.groups);
     }
+
+    /// Destroys the buffers made for this call (a call bound for one generation).
+    pub fn release(&self, ctx: &GpuContext) {
+        self.bound.release(ctx);
+    }
 }
 
 impl SampleSelect {

@@ -239,6 +239,15 @@ impl Choice {
         })
     }
 
+    /// Destroys what [`Choice::constrained`] made for one generation (its choice and mask
+    /// calls; the head and selection are shared with `self`'s origin and stay).
+    pub fn release_constrained(&self, ctx: &GpuContext) {
+        if let Some(mask) = &self.mask {
+            mask.release(ctx);
+            self.choose.release(ctx);
+        }
+    }
+
     /// (role, record) of the head, the selection and the choice, for profiling.
     pub fn roles(&self, head_bytes: u64) -> Vec<RoleCall<'_>> {
         let mut roles = Vec::new();

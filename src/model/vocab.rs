@@ -8,6 +8,18 @@ use crate::tokenizer::{Tokenizer, VocabSpec};
 
 pub fn vocab_spec(g: &Gguf) -> Result<VocabSpec> {
     let m: &Metadata = g.metadata();
+    Ok(VocabSpec {
+        tokens: m.get_str_array("tokenizer.ggml.tokens")?.to_vec(),
+        merges: m.opt("tokenizer.ggml.merges", |m, k| {
+            m.get_str_array(k).map(<[String]>::to_vec)
+        })?,
+        ..vocab_settings(g)?
+    })
+}
+
+/// [`vocab_spec`] without its token and merge lists (left empty).
+fn vocab_settings(g: &Gguf) -> Result<VocabSpec> {
+    let m: &Metadata = g.metadata();
     let u32_key = |k: &str| m.opt(k, Metadata::get_u32);
     let bool_key = |k: &str| m.opt(k, Metadata::get_bool);
     Ok(VocabSpec {
@@ -15,16 +27,14 @@ pub fn vocab_spec(g: &Gguf) -> Result<VocabSpec> {
         pre: m.opt("tokenizer.ggml.pre", |m, k| {
             m.get_str(k).map(str::to_string)
         })?,
-        tokens: m.get_str_array("tokenizer.ggml.tokens")?.to_vec(),
+        tokens: Vec::new(),
         token_types: m.opt("tokenizer.ggml.token_type", |m, k| {
             m.get_i32_array(k).map(<[i32]>::to_vec)
         })?,
         scores: m.opt("tokenizer.ggml.scores", |m, k| {
             m.get_f32_array(k).map(<[f32]>::to_vec)
         })?,
-        merges: m.opt("tokenizer.ggml.merges", |m, k| {
-            m.get_str_array(k).map(<[String]>::to_vec)
-        })?,
+        merges: None,
         bos: u32_key("tokenizer.ggml.bos_token_id")?,
         eos: u32_key("tokenizer.ggml.eos_token_id")?,
         eot: u32_key("tokenizer.ggml.eot_token_id")?,
@@ -42,7 +52,13 @@ pub fn vocab_spec(g: &Gguf) -> Result<VocabSpec> {
 
 /// The tokenizer described by the file's metadata.
 pub fn tokenizer_from_gguf(g: &Gguf) -> Result<Tokenizer> {
-    Ok(Tokenizer::from_spec(vocab_spec(g)?)?)
+    let m: &Metadata = g.metadata();
+    let tokens = m.get_str_array("tokenizer.ggml.tokens")?;
+    let merges = match m.contains("tokenizer.ggml.merges") {
+        true => Some(m.get_str_array("tokenizer.ggml.merges")?),
+        false => None,
+    };
+    Ok(Tokenizer::from_lists(vocab_settings(g)?, tokens, merges)?)
 }
 
 /// The file's chat template, with the tokenizer's BOS/EOS texts; `None` if the file has none.

@@ -76,6 +76,18 @@ pub(crate) fn decode_token_text(text: &str, out: &mut Vec<u8>) {
     }
 }
 
+/// The length of [`decode_token_text`]'s output for `text`, without making it: each code
+/// point outside the table costs the whole text again, so a long hostile token would decode
+/// to its length squared.
+pub(crate) fn decoded_len(text: &str) -> u64 {
+    text.chars()
+        .map(|c| match char_to_byte(c) {
+            Some(_) => 1,
+            None => ("[UNK_BYTE_0x]".len() + 2 * c.len_utf8() + text.len()) as u64,
+        })
+        .sum()
+}
+
 /// The 256 single-character tokens of GPT-2's byte-level alphabet, byte 0 first: a vocabulary
 /// that can spell any text (used by synthetic test models).
 pub fn byte_level_alphabet() -> Vec<String> {

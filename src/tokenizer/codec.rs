@@ -35,6 +35,9 @@ enum Model {
     Spm,
 }
 
+/// Bytes the decoded tokens may have beyond their texts (no real vocabulary comes near).
+const PIECES_EXTRA: u64 = 16 << 20;
+
 /// A loaded vocabulary. Cheap to share by reference; all methods take `&self`.
 #[derive(Clone, Debug)]
 pub struct Tokenizer {
@@ -42,8 +45,10 @@ pub struct Tokenizer {
     model: Model,
     /// The tokens matched whole in text.
     specials: special::SpecialTokens,
-    /// Each token's bytes as llama.cpp's `token_to_piece(.., special = true)`.
-    pieces: Vec<Box<[u8]>>,
+    /// Each token's bytes as llama.cpp's `token_to_piece(.., special = true)`, in one buffer:
+    /// token `i` is `pieces[piece_ends[i - 1]..piece_ends[i]]`.
+    pieces: Vec<u8>,
+    piece_ends: Vec<u32>,
     add_bos: bool,
     add_eos: bool,
     add_space_prefix: bool,
@@ -56,23 +61,32 @@ impl Tokenizer {
     /// Loads a vocabulary, applying llama.cpp's defaults for absent metadata: gpt2 has
     /// add_bos false (true for the llama3 pre-tokenizer family) and default BOS/EOS 11;
     /// llama has add_bos true, add_space_prefix true, BOS 1, EOS 2, UNK 0.
-    pub fn from_spec(spec: VocabSpec) -> Result<Tokenizer, TokenizerError> {
+    pub fn from_spec(mut spec: VocabSpec) -> Result<Tokenizer, TokenizerError> {
+        let tokens = std::mem::take(&mut spec.tokens);
+        let merges = spec.merges.take();
+        Self::from_lists(spec, &tokens, merges.as_deref())
+    }
+
+    /// [`Tokenizer::from_spec`] with the token and merge lists borrowed (from the GGUF
+    /// metadata, so that they are not copied once more); `spec`'s own lists are ignored.
+    pub fn from_lists(
+        spec: VocabSpec,
+        tokens: &[String],
+        merges: Option<&[String]>,
+    ) -> Result<Tokenizer, TokenizerError> {
         let (model, vocab, add_bos_default, space_default) = match spec.model.as_str() {
             "gpt2" => {
                 let pre = PreTokenizer::from_name(spec.pre.as_deref())?;
                 let default_bos = if pre.no_default_bos { None } else { Some(11) };
-                let vocab = Vocab::new(&spec, default_bos, Some(11), None)?;
-                let merges = spec
-                    .merges
-                    .as_deref()
-                    .ok_or(TokenizerError::MissingMerges)?;
+                let vocab = Vocab::new(&spec, tokens, default_bos, Some(11), None)?;
+                let merges = merges.ok_or(TokenizerError::MissingMerges)?;
                 let bpe = BpeModel::new(&vocab, merges, pre.ignore_merges);
                 let add_bos = pre.add_bos_default;
                 (Model::Bpe { bpe, pre }, vocab, add_bos, false)
             }
             "llama" => (
                 Model::Spm,
-                Vocab::new(&spec, Some(1), Some(2), Some(0))?,
+                Vocab::new(&spec, tokens, Some(1), Some(2), Some(0))?,
                 true,
                 true,
             ),
@@ -86,12 +100,31 @@ impl Tokenizer {
         if add_eos && vocab.eos.is_none() {
             return Err(TokenizerError::MissingSpecialToken("add_eos_token"));
         }
-        let pieces = (0..vocab.len() as u32)
-            .map(|id| render_piece(&vocab, &model, id).into())
-            .collect();
+        // A piece is at most its text's bytes, except where a byte-level token has characters
+        // outside the byte alphabet (`byte_level::decoded_len`): those may add PIECES_EXTRA
+        // bytes in all, so the pieces fit u32 offsets as the texts do.
+        let mut extra = 0u64;
+        let mut pieces = Vec::new();
+        let mut piece_ends = Vec::with_capacity(vocab.len());
+        for id in 0..vocab.len() as u32 {
+            if let (Model::Bpe { .. }, Some(TokenKind::Normal)) = (&model, vocab.kind(id)) {
+                let text = vocab.text(id);
+                extra += byte_level::decoded_len(text).saturating_sub(text.len() as u64);
+                if extra > PIECES_EXTRA {
+                    return Err(TokenizerError::PiecesTooLarge {
+                        limit: PIECES_EXTRA,
+                    });
+                }
+            }
+            render_piece(&vocab, &model, id, &mut pieces);
+            let end = u32::try_from(pieces.len())
+                .map_err(|_| TokenizerError::VocabTooLarge(vocab.len()))?;
+            piece_ends.push(end);
+        }
         Ok(Tokenizer {
             specials: special::SpecialTokens::new(&vocab)?,
             pieces,
+            piece_ends,
             add_bos,
             add_eos,
             add_space_prefix: spec.add_space_prefix.unwrap_or(space_default),
@@ -170,7 +203,10 @@ impl Tokenizer {
     /// The bytes of one token: llama.cpp's `token_to_piece`. With `render_special` false,
     /// control and unknown tokens give no bytes. A piece may be part of a character.
     pub fn token_to_piece(&self, id: u32, render_special: bool) -> Result<&[u8], TokenizerError> {
-        let piece = self.pieces.get(id as usize).ok_or(self.unknown_id(id))?;
+        let i = id as usize;
+        let end = *self.piece_ends.get(i).ok_or(self.unknown_id(id))? as usize;
+        let start = i.checked_sub(1).map_or(0, |p| self.piece_ends[p] as usize);
+        let piece = &self.pieces[start..end];
         let hidden = !render_special && self.vocab.kind(id).is_some_and(TokenKind::is_special);
         Ok(if hidden { &[] } else { piece })
     }
@@ -263,7 +299,7 @@ impl Tokenizer {
     }
     /// The token's text as stored in the vocabulary (byte-level form for gpt2).
     pub fn token_text(&self, id: u32) -> Option<&str> {
-        self.vocab.texts.get(id as usize).map(String::as_str)
+        self.vocab.texts.get(id)
     }
     pub fn token_kind(&self, id: u32) -> Option<TokenKind> {
         self.vocab.kind(id)
@@ -319,28 +355,23 @@ impl Tokenizer {
     }
 }
 
-/// llama.cpp's `token_to_piece(id, special = true)` for one token.
-fn render_piece(vocab: &Vocab, model: &Model, id: u32) -> Vec<u8> {
-    let text = &vocab.texts[id as usize];
+/// llama.cpp's `token_to_piece(id, special = true)` for one token, appended to `out`.
+fn render_piece(vocab: &Vocab, model: &Model, id: u32, out: &mut Vec<u8>) {
+    let text = vocab.text(id);
     match vocab.kind(id) {
         Some(TokenKind::Control | TokenKind::Unknown | TokenKind::UserDefined) => {
-            text.as_bytes().to_vec()
+            out.extend_from_slice(text.as_bytes())
         }
         Some(TokenKind::Normal) => match model {
-            Model::Bpe { .. } => {
-                let mut out = Vec::with_capacity(text.len());
-                byte_level::decode_token_text(text, &mut out);
-                out
-            }
-            Model::Spm => text.replace(spm::SPACE, " ").into_bytes(),
+            Model::Bpe { .. } => byte_level::decode_token_text(text, out),
+            Model::Spm => out.extend_from_slice(text.replace(spm::SPACE, " ").as_bytes()),
         },
         // `<0xNN>`; a malformed byte token renders as nothing.
-        Some(TokenKind::Byte) => text
-            .get(3..5)
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-            .map(|b| vec![b])
-            .unwrap_or_default(),
+        Some(TokenKind::Byte) => out.extend(
+            text.get(3..5)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok()),
+        ),
         // Unused and undefined tokens render as nothing, as in llama.cpp.
-        _ => Vec::new(),
+        _ => {}
     }
 }

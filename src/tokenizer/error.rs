@@ -35,6 +35,14 @@ pub enum TokenizerError {
     /// address).
     #[error("the special tokens cannot be matched: {0}")]
     SpecialTokens(String),
+    /// The tokens would decode to far more bytes than their texts: a byte-level token
+    /// decodes each character outside the byte alphabet as `[UNK_BYTE_0x..<the whole
+    /// text>]` (as llama.cpp does), which for a long token is its length squared.
+    #[error(
+        "the vocabulary's tokens decode to more than {limit} bytes beyond their texts \
+         (characters outside the byte-level alphabet)"
+    )]
+    PiecesTooLarge { limit: u64 },
     /// An id passed to decode is not in the vocabulary.
     #[error("token id {id} is out of range (vocabulary size {vocab_size})")]
     UnknownTokenId { id: u32, vocab_size: usize },

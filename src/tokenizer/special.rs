@@ -46,7 +46,7 @@ impl Matcher {
             // A contiguous NFA: memory in proportion to the patterns' bytes (a DFA's
             // tables would grow with patterns × alphabet classes).
             .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .build(ids.iter().map(|&id| vocab.texts[id as usize].as_bytes()))
+            .build(ids.iter().map(|&id| vocab.text(id).as_bytes()))
             .map_err(|e| TokenizerError::SpecialTokens(e.to_string()))?;
         Ok(Matcher {
             automaton: Some(automaton),
@@ -86,7 +86,7 @@ impl SpecialTokens {
                 matches!(
                     vocab.kind(id),
                     Some(TokenKind::Control | TokenKind::UserDefined | TokenKind::Unknown)
-                ) && !vocab.texts[id as usize].is_empty()
+                ) && !vocab.text(id).is_empty()
             })
             .collect();
         let user: Vec<u32> = ids

@@ -194,9 +194,12 @@ async fn generate(
     let constrained;
     let choice = match run.constraint {
         Some(c) => {
-            constrained = fused.choice.constrained(&m.ctx, c.table).await?;
+            constrained = OneGeneration {
+                ctx: &m.ctx,
+                choice: fused.choice.constrained(&m.ctx, c.table).await?,
+            };
             m.write_state_aux(last, n - last, c.table.start);
-            &constrained
+            &constrained.choice
         }
         None => &fused.choice,
     };
@@ -284,4 +287,17 @@ async fn generate(
         }
     }
     prog.finish()
+}
+
+/// A constrained choice bound for one generation: its buffers go when the generation ends
+/// (early returns and errors included), so constrained generations make none that outlive them.
+struct OneGeneration<'a> {
+    ctx: &'a crate::gpu::GpuContext,
+    choice: crate::model::fused_step::Choice,
+}
+
+impl Drop for OneGeneration<'_> {
+    fn drop(&mut self) {
+        self.choice.release_constrained(self.ctx);
+    }
 }
