@@ -395,6 +395,7 @@ const TEMPLATES: &[(&str, &str)] = corpus!(
     "concat_doubling.jinja",
     "deep_nesting.jinja",
     "format_ok.jinja",
+    "format_width_overflow.jinja",
     "hidden_builtin.jinja",
     "huge_format.jinja",
     "huge_indent.jinja",

@@ -140,7 +140,7 @@ fn replaced_len(s_len: u128, from: Option<&str>, s: Option<&str>, to: u128) -> u
         (Some(f), Some(s)) if !f.is_empty() => s.matches(f).count() as u128,
         _ => s_len + 1,
     };
-    s_len + matches * to
+    s_len.saturating_add(matches.saturating_mul(to))
 }
 
 /// The widths and precisions a format string asks for: after each `%` (printf style: flags,
@@ -243,7 +243,7 @@ pub(super) fn install(env: &mut Environment<'static>) {
             Some(s) => s.matches('\n').count() as u128 + 1,
             None => s_len + 1,
         };
-        check("indent", s_len + lines * width)
+        check("indent", s_len.saturating_add(lines.saturating_mul(width)))
     });
     wrap(env, "replace", minijinja::filters::replace, |a, _| {
         let value = a.first();
@@ -264,14 +264,19 @@ pub(super) fn install(env: &mut Environment<'static>) {
             .cloned()
             .or_else(|| kwarg(k, "d"))
             .map_or(0, |v| size_bound(&v, limit()));
-        check("join", items + n * sep)
+        check("join", items.saturating_add(n.saturating_mul(sep)))
     });
     wrap(env, "format", minijinja::filters::format, |a, _| {
         let width = a.first().and_then(Value::as_str).map_or(0, widest);
-        let args: u128 = a.iter().skip(1).map(|v| size_bound(v, limit())).sum();
+        let args = a
+            .iter()
+            .skip(1)
+            .fold(0u128, |sum, v| sum.saturating_add(size_bound(v, limit())));
         check(
             "format",
-            width.max(a.first().map_or(0, |v| size_bound(v, limit()))) + args,
+            width
+                .max(a.first().map_or(0, |v| size_bound(v, limit())))
+                .saturating_add(args),
         )
     });
     wrap(env, "tojson", minijinja::filters::tojson, |a, k| {
@@ -308,11 +313,19 @@ pub(super) fn method(
                 let items = args.first().map_or(0, |v| size_bound(v, limit()));
                 check(".join", items)?;
                 let n = args.first().and_then(Value::len).unwrap_or(0) as u128;
-                check(".join", items + n * s.len() as u128)?;
+                check(
+                    ".join",
+                    items.saturating_add(n.saturating_mul(s.len() as u128)),
+                )?;
             }
             "format" => {
-                let args: u128 = args.iter().map(|v| size_bound(v, limit())).sum();
-                check(".format", widest(s).max(s.len() as u128) + args)?;
+                let args = args
+                    .iter()
+                    .fold(0u128, |sum, v| sum.saturating_add(size_bound(v, limit())));
+                check(
+                    ".format",
+                    widest(s).max(s.len() as u128).saturating_add(args),
+                )?;
             }
             _ => {}
         }
