@@ -394,6 +394,7 @@ const TEMPLATES: &[(&str, &str)] = corpus!(
     "concat_accumulation.jinja",
     "concat_doubling.jinja",
     "deep_nesting.jinja",
+    "format_char_boundary.jinja",
     "format_ok.jinja",
     "format_width_overflow.jinja",
     "hidden_builtin.jinja",

@@ -17,8 +17,8 @@
 //! its context could hold), checked as the output is written ([`TemplateError::TooLong`]).
 //! The builtins whose result can dwarf their inputs (`indent`, `replace`, `join`, `format`,
 //! `tojson`, `pprint` and pycompat's `.replace`/`.join`/`.format`) check its size against the
-//! same limit before they run (`bounded.rs`), and `+` on lists stops at 2^20 items (the
-//! vendored minijinja's one patch, `vendor/README.md`). The hostile corpus
+//! same limit before they run (`bounded.rs`), and `+` on lists stops at 2^20 items (a patch
+//! of the vendored minijinja, `vendor/README.md`). The hostile corpus
 //! (`tests/hostile/templates/`) holds one template per attack.
 
 use minijinja::syntax::SyntaxConfig;

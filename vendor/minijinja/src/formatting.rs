@@ -868,8 +868,15 @@ impl<'s> Cursor<'s> {
     }
 
     fn advance(&mut self, bytes: usize) -> &'s str {
-        let consumed = &self.rest()[..bytes];
-        self.current_offset += bytes;
+        // fuselm patch (see vendor/README.md): a call site that advances by one byte before a
+        // multi-byte character panicked on slicing it; take the whole character instead.
+        let rest = self.rest();
+        let mut end = bytes.min(rest.len());
+        while !rest.is_char_boundary(end) {
+            end += 1;
+        }
+        let consumed = &rest[..end];
+        self.current_offset += end;
         consumed
     }
 
