@@ -51,9 +51,10 @@ export interface ChatCompletionRequest {
   model?: string;
   /**
    * The answer's format, as OpenAI takes it: `{ type: "json_schema", json_schema: { name,
-   * schema } }` (JSON valid under the schema), `{ type: "json_object" }` (any JSON object) or
-   * `{ type: "text" }`. Every token is chosen among those that keep the answer valid; an answer
-   * cut by `max_tokens` has `finish_reason: "length"` and is incomplete.
+   * schema } }` (JSON valid under the schema), `{ type: "json_object" }` (any JSON object),
+   * `{ type: "grammar", grammar }` (a GBNF grammar, as WebLLM takes one) or `{ type: "text" }`.
+   * Every token is chosen among those that keep the answer valid; an answer cut by
+   * `max_tokens` has `finish_reason: "length"` and is incomplete.
    */
   response_format?: ChatResponseFormat;
   /**
@@ -73,19 +74,25 @@ export interface ChatCompletionRequest {
 export type ChatResponseFormat =
   | { type: "text" }
   | { type: "json_object" }
+  | { type: "grammar"; grammar: string }
   | { type: "json_schema"; json_schema: { name: string; description?: string; schema?: JsonSchema; strict?: boolean | null } };
 
 /** The generate option for a chat request's `response_format`. */
 function responseFormat(f: ChatResponseFormat | undefined): ResponseFormat | undefined {
   if (f === undefined) return undefined;
   if (typeof f !== "object" || f === null) {
-    throw new FuselmError("invalid-argument", 'response_format must be { type: "text" | "json_object" | "json_schema", ... }');
+    throw new FuselmError("invalid-argument", 'response_format must be { type: "text" | "json_object" | "json_schema" | "grammar", ... }');
   }
   switch (f.type) {
     case "text":
       return { type: "text" };
     case "json_object":
       return { type: "json_object" };
+    case "grammar":
+      if (typeof f.grammar !== "string") {
+        throw new FuselmError("invalid-argument", `response_format.grammar must be a string (GBNF), got ${typeof f.grammar}`);
+      }
+      return { type: "grammar", grammar: f.grammar };
     case "json_schema": {
       const spec = f.json_schema;
       if (typeof spec !== "object" || spec === null || typeof spec.name !== "string") {
@@ -95,7 +102,7 @@ function responseFormat(f: ChatResponseFormat | undefined): ResponseFormat | und
       return spec.schema === undefined ? { type: "json_object" } : { type: "json_schema", schema: spec.schema };
     }
     default:
-      throw new FuselmError("invalid-argument", `response_format.type must be "text", "json_object" or "json_schema", got ${JSON.stringify((f as { type: unknown }).type)}`);
+      throw new FuselmError("invalid-argument", `response_format.type must be "text", "json_object", "json_schema" or "grammar", got ${JSON.stringify((f as { type: unknown }).type)}`);
   }
 }
 

@@ -7,7 +7,8 @@
 //!   identical ids, greedy and sampled, and the host's check of every GPU choice passes;
 //! * fused's constrained greedy ids equal the CPU reference model's masked argmax;
 //! * every output is valid: JSON Schema outputs by the `jsonschema` crate (an independent
-//!   validator) over the schema corpus in tests/fixtures/schemas, regexes by the `regex` crate;
+//!   validator) over the schema corpus in tests/fixtures/schemas, regexes by the `regex` crate,
+//!   the GBNF grammar by a recursive-descent recognizer written here;
 //! * bad formats are typed `constraint` errors naming the keyword; the megakernel refuses a
 //!   constraint and the default strategy then follows it.
 #![cfg(not(target_arch = "wasm32"))]
@@ -117,8 +118,83 @@ fn check_valid(format: &ResponseFormat, text: &str, complete: bool) {
                 assert!(re.is_match(text), "{text:?} does not match {pattern}");
             }
         }
+        ResponseFormat::Grammar { grammar, .. } if grammar == ARITHMETIC => {
+            if complete {
+                assert!(arithmetic(text), "{text:?} is not an expression");
+            }
+        }
+        ResponseFormat::Grammar { grammar, .. } => {
+            assert_eq!(grammar, JSON_GRAMMAR, "a grammar with a recognizer here");
+            if complete {
+                let value: Value =
+                    serde_json::from_str(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+                assert!(value.is_object(), "{text}");
+            }
+        }
         ResponseFormat::Text => {}
     }
+}
+
+/// A recursive GBNF grammar (parenthesised expressions).
+const ARITHMETIC: &str = r#"
+root ::= expr
+# terms joined by operators, blanks optional
+expr ::= term (" "? [-+*/] " "? term)*
+term ::= [0-9]{1,3} | "(" expr ")"
+"#;
+
+/// JSON objects in the style of llama.cpp's grammars/json.gbnf (checked by serde_json).
+const JSON_GRAMMAR: &str = r#"
+root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+"#;
+
+/// Whether `s` is an `ARITHMETIC` expression, by recursive descent (independent of the engine).
+fn arithmetic(s: &str) -> bool {
+    fn expr(b: &[u8], i: &mut usize) -> bool {
+        if !term(b, i) {
+            return false;
+        }
+        loop {
+            let save = *i;
+            if b.get(*i) == Some(&b' ') {
+                *i += 1;
+            }
+            if !b.get(*i).is_some_and(|c| b"-+*/".contains(c)) {
+                *i = save;
+                return true;
+            }
+            *i += 1;
+            if b.get(*i) == Some(&b' ') {
+                *i += 1;
+            }
+            if !term(b, i) {
+                return false;
+            }
+        }
+    }
+    fn term(b: &[u8], i: &mut usize) -> bool {
+        if b.get(*i) == Some(&b'(') {
+            *i += 1;
+            return expr(b, i) && b.get(*i) == Some(&b')') && {
+                *i += 1;
+                true
+            };
+        }
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() && *i - start < 3 {
+            *i += 1;
+        }
+        *i > start && !b.get(*i).is_some_and(|c| c.is_ascii_digit())
+    }
+    let b = s.as_bytes();
+    let mut i = 0;
+    expr(b, &mut i) && i == b.len()
 }
 
 #[test]
@@ -220,6 +296,14 @@ fn fused_and_unfused_generate_the_same_valid_output() {
             ResponseFormat::JsonObject { max_depth: Some(3) },
             ResponseFormat::Regex {
                 pattern: "[0-9]{3}-[a-z]{2,4}(, [a-z]{1,3})*".into(),
+            },
+            ResponseFormat::Grammar {
+                grammar: ARITHMETIC.into(),
+                max_depth: Some(3),
+            },
+            ResponseFormat::Grammar {
+                grammar: JSON_GRAMMAR.into(),
+                max_depth: Some(2),
             },
         ];
         for format in &formats {
@@ -375,6 +459,13 @@ fn bad_formats_are_typed_errors_and_the_megakernel_hands_over() {
                     pattern: "[ab]*a[ab]{16}".into(),
                 },
                 "DFA",
+            ),
+            (
+                ResponseFormat::Grammar {
+                    grammar: "root ::= \"a\" item\n".into(),
+                    max_depth: None,
+                },
+                "grammar, line 1, column 14: rule \"item\" is used but never defined",
             ),
             (
                 ResponseFormat::JsonObject {

@@ -10,11 +10,21 @@ pub enum ConstraintError {
     /// A schema that is not valid JSON Schema, or uses a keyword in an unsupported way.
     #[error("JSON Schema at {path}: {reason}")]
     InvalidSchema { path: String, reason: String },
+    /// An option of the format out of its range.
+    #[error("{option} {rule}")]
+    InvalidOption { option: &'static str, rule: String },
     /// The regular expression does not parse (or uses an unsupported feature).
     #[error("regular expression: {0}")]
     InvalidRegex(String),
+    /// A GBNF grammar that does not parse, or refers to a rule it never defines.
+    #[error("grammar, line {line}, column {column}: {reason}")]
+    InvalidGrammar {
+        line: usize,
+        column: usize,
+        reason: String,
+    },
     /// Nothing valid fits in the nesting allowed.
-    #[error("no value of this schema fits in maxDepth {max_depth} levels of nesting")]
+    #[error("nothing valid fits in maxDepth {max_depth} levels of nesting (of the schema or the grammar's recursive rules)")]
     TooDeep { max_depth: u32 },
     /// Compiling would exceed one of the stated bounds.
     #[error("{what}: needed {needed}, limit {limit}")]

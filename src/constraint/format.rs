@@ -2,6 +2,7 @@
 
 use super::byte_dfa::ByteDfa;
 use super::error::ConstraintError;
+use super::gbnf::gbnf_regex;
 use super::json_schema::{any_object_regex, schema_regex};
 use super::token_automaton::TokenAutomaton;
 use super::vocab_bytes::VocabBytes;
@@ -10,12 +11,17 @@ use std::sync::Arc;
 
 /// Nesting of arrays and objects (and recursive `$ref`s) unrolled when none is given.
 pub const DEFAULT_MAX_DEPTH: u32 = 5;
+/// Times a grammar's recursive rule may appear inside itself when no `maxDepth` is given:
+/// lower than [`DEFAULT_MAX_DEPTH`] because a grammar's author writes its own blanks and
+/// alternatives (llama.cpp's JSON grammar has 39,027 DFA states at 3 and passes the pattern
+/// limit at 4).
+pub const DEFAULT_GRAMMAR_DEPTH: u32 = 3;
 /// The deepest nesting a format may ask for.
 pub const MAX_DEPTH: u32 = 12;
 
 /// What the generated text must be. In TypeScript:
 /// `{ type: "json_schema", schema, maxDepth?, orText? } | { type: "json_object", maxDepth? } |
-/// { type: "regex", pattern } | { type: "text" }`.
+/// { type: "regex", pattern } | { type: "grammar", grammar, maxDepth? } | { type: "text" }`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
@@ -48,20 +54,31 @@ pub enum ResponseFormat {
     },
     /// Text the whole regular expression matches (Rust `regex` syntax).
     Regex { pattern: String },
+    /// Text the `root` rule of a GBNF grammar (llama.cpp's format) matches. Rules that refer
+    /// to themselves are unrolled: a rule may appear again inside itself `maxDepth` times.
+    #[serde(rename_all = "camelCase")]
+    Grammar {
+        grammar: String,
+        /// Times a recursive rule may appear inside itself (default 3, at most 12).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+        max_depth: Option<u32>,
+    },
 }
 
 impl ResponseFormat {
     /// The regular expression the output must match; None for free text.
     pub fn regex(&self) -> Result<Option<String>, ConstraintError> {
-        let depth = |d: &Option<u32>| -> Result<u32, ConstraintError> {
-            match d.unwrap_or(DEFAULT_MAX_DEPTH) {
+        let depth_or = |d: &Option<u32>, default: u32| -> Result<u32, ConstraintError> {
+            match d.unwrap_or(default) {
                 d @ 1..=MAX_DEPTH => Ok(d),
-                d => Err(ConstraintError::InvalidSchema {
-                    path: "maxDepth".into(),
-                    reason: format!("must be 1..={MAX_DEPTH}, got {d}"),
+                d => Err(ConstraintError::InvalidOption {
+                    option: "maxDepth",
+                    rule: format!("must be an integer in 1..={MAX_DEPTH}, got {d}"),
                 }),
             }
         };
+        let depth = |d: &Option<u32>| depth_or(d, DEFAULT_MAX_DEPTH);
         Ok(match self {
             ResponseFormat::Text => None,
             ResponseFormat::JsonSchema {
@@ -80,6 +97,10 @@ impl ResponseFormat {
             }
             ResponseFormat::JsonObject { max_depth } => Some(any_object_regex(depth(max_depth)?)),
             ResponseFormat::Regex { pattern } => Some(pattern.clone()),
+            ResponseFormat::Grammar { grammar, max_depth } => Some(gbnf_regex(
+                grammar,
+                depth_or(max_depth, DEFAULT_GRAMMAR_DEPTH)?,
+            )?),
         })
     }
 

@@ -292,6 +292,10 @@ test("structured output: responseFormat and response_format give valid JSON, the
     });
     const object = await m.chat.completions.create({ messages, max_tokens: 16, response_format: { type: "json_object" } });
     const regex = await m.generate("Hi", { maxTokens: 20, responseFormat: { type: "regex", pattern: "[0-9]{3}-[a-z]{2}" } }).result();
+    // A GBNF grammar in WebLLM's chat shape; a broken one names its line and column.
+    const grammar = 'root ::= "<" item ("," item){1,2} ">"\nitem ::= [a-c]{1,2}\n';
+    const gbnf = await m.chat.completions.create({ messages, max_tokens: 16, response_format: { type: "grammar", grammar } });
+    const badGrammar = await m.generate("Hi", { responseFormat: { type: "grammar", grammar: "root ::= x" } }).result().then(() => "resolved", kind);
     const errors = [];
     for (const bad of [{ type: "json_schema", schema: { type: "string", not: {} } }, { type: "regex", pattern: "(" }, { type: "yaml" }]) {
       errors.push(await m.generate("Hi", { responseFormat: bad }).result().then(() => "resolved", kind));
@@ -306,7 +310,7 @@ test("structured output: responseFormat and response_format give valid JSON, the
     errors.push(await m.chat.completions.create({ messages, tools: [{ type: "function", function: { name: "bad name!" } }] }).then(() => "resolved", kind));
     const after = (await m.generate("Hi", { maxTokens: 3 }).result()).tokens.length;
     await m.dispose();
-    return { fused, unfused, sampled, chat, object, regex, errors, megakernel, after, required };
+    return { fused, unfused, sampled, chat, object, regex, gbnf, badGrammar, errors, megakernel, after, required };
   }, { url: model, schema, add, echo });
   const ajv = new Ajv2020({ strict: true });
   addFormats(ajv);
@@ -325,6 +329,10 @@ test("structured output: responseFormat and response_format give valid JSON, the
   // Six characters, then only the end of generation is allowed.
   assert.equal(out.regex.stopReason, "end-of-generation");
   assert.match(out.regex.text, /^[0-9]{3}-[a-z]{2}$/);
+  const gbnf = out.gbnf.choices[0];
+  if (gbnf.finish_reason === "stop") assert.match(gbnf.message.content, /^<[a-c]{1,2}(,[a-c]{1,2}){1,2}>$/);
+  else assert.match(gbnf.message.content, /^<[a-c,]*$/);
+  assert.match(out.badGrammar, /^constraint: .*grammar, line 1, column 10: rule "x" is used but never defined/);
   assert.match(out.errors[0], /^constraint: .*unsupported JSON Schema keyword "not" at #/);
   assert.match(out.errors[1], /^constraint: .*regular expression/);
   assert.match(out.errors[2], /^invalid-argument: /);

@@ -75,15 +75,19 @@ pub struct GenerateArgs {
     stop: Vec<String>,
     /// The output must be JSON valid under the JSON Schema in FILE (README: "Structured
     /// output" lists the keywords).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["json_object", "regex"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json_object", "regex", "grammar"])]
     json_schema: Option<PathBuf>,
     /// The output must be a JSON object.
-    #[arg(long, conflicts_with = "regex")]
+    #[arg(long, conflicts_with_all = ["regex", "grammar"])]
     json_object: bool,
     /// The whole output must match this regular expression (Rust regex syntax).
-    #[arg(long, value_name = "PATTERN")]
+    #[arg(long, value_name = "PATTERN", conflicts_with = "grammar")]
     regex: Option<String>,
-    /// With --json-schema or --json-object: nesting levels unrolled (default 5).
+    /// The output must match the root rule of the GBNF grammar (llama.cpp's format) in FILE.
+    #[arg(long, value_name = "FILE")]
+    grammar: Option<PathBuf>,
+    /// With --json-schema, --json-object or --grammar: nesting levels (times a recursive rule
+    /// may appear inside itself) unrolled (default 5; 3 for grammars).
     #[arg(long)]
     max_depth: Option<u32>,
     /// Print one JSON object (prompt ids, generated ids, text, timings) instead of streaming text.
@@ -95,8 +99,12 @@ pub struct GenerateArgs {
 
 /// The response format the flags ask for (None: free text).
 fn response_format(args: &GenerateArgs) -> Result<Option<ResponseFormat>, Box<dyn Error>> {
-    if args.max_depth.is_some() && args.json_schema.is_none() && !args.json_object {
-        return Err("--max-depth needs --json-schema or --json-object".into());
+    if args.max_depth.is_some()
+        && args.json_schema.is_none()
+        && !args.json_object
+        && args.grammar.is_none()
+    {
+        return Err("--max-depth needs --json-schema, --json-object or --grammar".into());
     }
     Ok(if let Some(path) = &args.json_schema {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -106,6 +114,13 @@ fn response_format(args: &GenerateArgs) -> Result<Option<ResponseFormat>, Box<dy
             schema,
             max_depth: args.max_depth,
             or_text: None,
+        })
+    } else if let Some(path) = &args.grammar {
+        let grammar =
+            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Some(ResponseFormat::Grammar {
+            grammar,
+            max_depth: args.max_depth,
         })
     } else if args.json_object {
         Some(ResponseFormat::JsonObject {
