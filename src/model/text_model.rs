@@ -58,8 +58,8 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub reuse_prefix: Option<bool>,
-    /// What the output must be: JSON valid under a JSON Schema, any JSON object, or text a
-    /// regular expression matches. Each token is chosen among those that keep the output
+    /// What the output must be: JSON valid under a JSON Schema, any JSON object, text a
+    /// regular expression matches, or text a GBNF grammar's `root` rule matches. Each token is chosen among those that keep the output
     /// valid, on the GPU (fused) or the host (unfused); the end of generation is allowed only
     /// where the output is complete, so a generation cut by `maxTokens` ends with
     /// `stopReason: "length"` and partial output. Default: free text.

@@ -12,6 +12,8 @@ macro_rules! out {
 #[cfg(not(target_arch = "wasm32"))]
 mod bench_cmd;
 #[cfg(not(target_arch = "wasm32"))]
+mod constraint_bench_cmd;
+#[cfg(not(target_arch = "wasm32"))]
 mod generate_cmd;
 #[cfg(not(target_arch = "wasm32"))]
 mod model_cmds;
@@ -53,6 +55,9 @@ fn main() -> std::process::ExitCode {
         /// Benchmark every strategy side by side (decode/prefill tok/s, TTFT, dispatches,
         /// speed-up vs unfused; --toy grid, --profile per kernel role) and print JSON.
         Bench(bench_cmd::BenchArgs),
+        /// Compile every JSON Schema of a directory over a model's vocabulary and generate with
+        /// each (greedy and seeded); print JSON with the outputs, compile times and sizes.
+        ConstraintBench(constraint_bench_cmd::ConstraintBenchArgs),
         /// Benchmark population rollouts (fused vs unfused simulation) and print JSON.
         SimBench(sim_bench_cmd::SimBenchArgs),
         /// Write a tiny random Llama GGUF (byte vocab, ChatML) for tests.
@@ -67,6 +72,7 @@ fn main() -> std::process::ExitCode {
         Command::Tokenize(args) => model_cmds::tokenize(args),
         Command::Generate(args) => generate_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::ConstraintBench(args) => constraint_bench_cmd::run(args),
         Command::SimBench(args) => sim_bench_cmd::run(args),
         Command::SyntheticModel(args) => synthetic_cmd::run(args),
     };
