@@ -208,7 +208,8 @@ fn vocab_with_specials(n_special: usize) -> fuselm::tokenizer::VocabSpec {
 /// Special-token matching is one pass over the text: 200,000 control tokens cost about what 10
 /// do (the per-token scan it replaced took special tokens × text: 26.9 s for 1 MB with 10⁶).
 /// The bound is loose (a debug build on a loaded CI machine); `--release -- --nocapture` prints
-/// the figures in bench/NOTES.md.
+/// the figures; the grid by input size and special-token count is in bench/README.md
+/// ("Does untrusted input stay bounded?").
 #[cfg(not(target_arch = "wasm32"))]
 #[test]
 fn special_token_matching_is_linear() {
