@@ -11,7 +11,8 @@ use super::vocab_bytes::VocabBytes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Trie nodes visited while compiling at most (the compile-time bound: ~1 s natively).
+/// Trie nodes visited while compiling at most (the compile-time bound: ~4 s natively on the
+/// H200 machine's host over Gemma 3's 262k tokens, 2026-11-28).
 pub const MAX_VISITS: u64 = 200_000_000;
 /// Mask words (4 bytes each) a constraint may hold at most: 64 MiB.
 pub const MAX_MASK_WORDS: usize = 16 << 20;
