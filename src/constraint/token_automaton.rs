@@ -32,66 +32,69 @@ pub struct TokenAutomaton {
 }
 
 impl TokenAutomaton {
+    /// The masks of every state tokens reach ([`token_reachable`]). States that must have the
+    /// same mask ([`mask_classes`]) share one walk of the vocabulary trie: inside a bounded
+    /// string, every position far enough from the bound. [`TokenAutomaton::by_walks`], one
+    /// walk per state, is the reference it is tested against.
     pub fn new(dfa: ByteDfa, vocab: Arc<VocabBytes>) -> Result<Self, ConstraintError> {
-        let words = vocab.words() as usize;
+        Self::by_classes(dfa, vocab)
+    }
+
+    fn by_classes(dfa: ByteDfa, vocab: Arc<VocabBytes>) -> Result<Self, ConstraintError> {
+        let n = dfa.n_states() as usize;
+        let reached = token_reachable(&dfa, &vocab);
+        let class = mask_classes(&dfa, vocab.longest_token());
+        let mut mask_of_state = vec![UNREACHED; n];
+        let mut masks = Masks::new(vocab.words() as usize);
+        let mut mask_of_class: HashMap<u32, u32> = HashMap::new();
+        let mut walk = Walk::default();
+        for s in (1..n as u32).filter(|&s| reached[s as usize]) {
+            let c = class[s as usize];
+            if let Some(&m) = mask_of_class.get(&c) {
+                mask_of_state[s as usize] = m;
+                continue;
+            }
+            let mask = walk.mask(&dfa, &vocab, s, |_, _| {})?;
+            let m = masks.add(mask, || {
+                let path = byte_path(&dfa, s);
+                dead_end(&dfa, s, &String::from_utf8_lossy(&path))
+            })?;
+            mask_of_class.insert(c, m);
+            mask_of_state[s as usize] = m;
+        }
+        Ok(Self {
+            dfa,
+            vocab,
+            mask_of_state,
+            masks: masks.words,
+            visits: walk.visits,
+        })
+    }
+
+    /// Breadth-first over the states tokens reach, one trie walk each (any vocabulary; the
+    /// reference [`TokenAutomaton::new`]'s shared walks are tested against).
+    pub fn by_walks(dfa: ByteDfa, vocab: Arc<VocabBytes>) -> Result<Self, ConstraintError> {
         let n = dfa.n_states() as usize;
         let mut mask_of_state = vec![UNREACHED; n];
-        let mut masks: Vec<u32> = Vec::new();
-        let mut unique: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut masks = Masks::new(vocab.words() as usize);
         let mut queue = vec![dfa.start];
         let mut queued = vec![false; n];
         queued[dfa.start as usize] = true;
         // How each state was first reached: (previous state, token), for error messages.
         let mut came_from: HashMap<u32, (u32, u32)> = HashMap::new();
-        let mut visits = 0u64;
-        let mut stack: Vec<(u32, u32)> = Vec::new();
+        let mut walk = Walk::default();
         let mut at = 0;
         while at < queue.len() {
             let s = queue[at];
             at += 1;
-            let mut mask = vec![0u32; words];
-            let mut any_text = false;
-            stack.clear();
-            stack.push((0, s));
-            while let Some((node, state)) = stack.pop() {
-                visits += 1;
-                if visits > MAX_VISITS {
-                    return Err(ConstraintError::TooLarge {
-                        what: "compile work (vocabulary trie nodes visited)",
-                        needed: visits,
-                        limit: MAX_VISITS,
-                    });
+            let mask = walk.mask(&dfa, &vocab, s, |next, id| {
+                if !queued[next as usize] {
+                    queued[next as usize] = true;
+                    came_from.insert(next, (s, id));
+                    queue.push(next);
                 }
-                for (b, child) in vocab.trie.children(node) {
-                    let next = dfa.next(state, b);
-                    if next == DEAD {
-                        continue;
-                    }
-                    let ends = vocab.trie.ends(child);
-                    if !ends.is_empty() {
-                        any_text = true;
-                        for &id in ends {
-                            mask[id as usize / 32] |= 1 << (id % 32);
-                        }
-                        if !queued[next as usize] {
-                            queued[next as usize] = true;
-                            came_from.insert(next, (s, ends[0]));
-                            queue.push(next);
-                        }
-                    }
-                    stack.push((child, next));
-                }
-            }
-            let accepting = dfa.accepting[s as usize];
-            if accepting {
-                for &id in &vocab.eog {
-                    if id < vocab.n_vocab {
-                        mask[id as usize / 32] |= 1 << (id % 32);
-                    }
-                }
-            }
-            let can_end = accepting && !vocab.eog.is_empty();
-            if !any_text && !can_end {
+            })?;
+            let m = masks.add(mask, || {
                 // The shortest token path found to this state, as text.
                 let mut path = Vec::new();
                 let mut at_state = s;
@@ -104,35 +107,16 @@ impl TokenAutomaton {
                     .rev()
                     .flat_map(|&id| vocab.token(id).to_vec())
                     .collect();
-                let after = String::from_utf8_lossy(&text);
-                return Err(ConstraintError::DeadEnd {
-                    reason: if accepting {
-                        format!("after {after:?} the text can end, but the model has no end-of-generation token")
-                    } else {
-                        format!("after {after:?} no token of this vocabulary continues the text")
-                    },
-                });
-            }
-            let next_index = unique.len() as u32;
-            let index = *unique.entry(mask).or_insert_with_key(|m| {
-                masks.extend_from_slice(m);
-                next_index
-            });
-            if masks.len() > MAX_MASK_WORDS {
-                return Err(ConstraintError::TooLarge {
-                    what: "token masks (bytes)",
-                    needed: masks.len() as u64 * 4,
-                    limit: MAX_MASK_WORDS as u64 * 4,
-                });
-            }
-            mask_of_state[s as usize] = index;
+                dead_end(&dfa, s, &String::from_utf8_lossy(&text))
+            })?;
+            mask_of_state[s as usize] = m;
         }
         Ok(Self {
             dfa,
             vocab,
             mask_of_state,
-            masks,
-            visits,
+            masks: masks.words,
+            visits: walk.visits,
         })
     }
 
@@ -193,5 +177,359 @@ impl TokenAutomaton {
             }
         }
         ids
+    }
+}
+
+/// The DFA states some token sequence reaches from the start. A token whose bytes are all
+/// single-byte tokens reaches nothing that those bytes, one token each, do not (every prefix of
+/// an allowed token keeps the DFA alive), so the closure is taken under the single-byte tokens
+/// and the few tokens holding a byte that is no token of its own (byte-level vocabularies may
+/// lack control bytes and bytes UTF-8 never has).
+fn token_reachable(dfa: &ByteDfa, vocab: &VocabBytes) -> Vec<bool> {
+    let single = vocab.trie.single_byte_tokens();
+    let singles: Vec<u8> = (0..=255u8).filter(|&b| single[b as usize]).collect();
+    let others: Vec<u32> = (0..vocab.n_vocab)
+        .filter(|&id| {
+            let t = vocab.token(id);
+            t.len() > 1 && t.iter().any(|&b| !single[b as usize])
+        })
+        .collect();
+    let mut reached = vec![false; dfa.n_states() as usize];
+    reached[dfa.start as usize] = true;
+    let mut queue = vec![dfa.start];
+    while let Some(s) = queue.pop() {
+        let next = singles
+            .iter()
+            .map(|&b| dfa.next(s, b))
+            .chain(others.iter().map(|&id| dfa.walk(s, vocab.token(id))));
+        for t in next {
+            if t != DEAD && !reached[t as usize] {
+                reached[t as usize] = true;
+                queue.push(t);
+            }
+        }
+    }
+    reached
+}
+
+/// A state's mask before the end-of-generation ids: the text tokens whose bytes keep the DFA
+/// alive from it, and whether there is any.
+struct TextMask {
+    bits: Vec<u32>,
+    any_text: bool,
+    accepting: bool,
+}
+
+/// The trie walk (with its bound on the nodes visited, over the whole compile).
+#[derive(Default)]
+struct Walk {
+    visits: u64,
+    stack: Vec<(u32, u32)>,
+}
+
+impl Walk {
+    /// `s`'s mask; `reached(next, id)` for each state a token `id` leads to.
+    fn mask(
+        &mut self,
+        dfa: &ByteDfa,
+        vocab: &VocabBytes,
+        s: u32,
+        mut reached: impl FnMut(u32, u32),
+    ) -> Result<TextMask, ConstraintError> {
+        let mut bits = vec![0u32; vocab.words() as usize];
+        let mut any_text = false;
+        self.stack.clear();
+        self.stack.push((0, s));
+        while let Some((node, state)) = self.stack.pop() {
+            self.visits += 1;
+            if self.visits > MAX_VISITS {
+                return Err(ConstraintError::TooLarge {
+                    what: "compile work (vocabulary trie nodes visited)",
+                    needed: self.visits,
+                    limit: MAX_VISITS,
+                });
+            }
+            for (b, child) in vocab.trie.children(node) {
+                let next = dfa.next(state, b);
+                if next == DEAD {
+                    continue;
+                }
+                let ends = vocab.trie.ends(child);
+                if !ends.is_empty() {
+                    any_text = true;
+                    for &id in ends {
+                        bits[id as usize / 32] |= 1 << (id % 32);
+                    }
+                    reached(next, ends[0]);
+                }
+                self.stack.push((child, next));
+            }
+        }
+        let accepting = dfa.accepting[s as usize];
+        if accepting {
+            for &id in &vocab.eog {
+                if id < vocab.n_vocab {
+                    bits[id as usize / 32] |= 1 << (id % 32);
+                }
+            }
+        }
+        let accepting = accepting && !vocab.eog.is_empty();
+        Ok(TextMask {
+            bits,
+            any_text,
+            accepting,
+        })
+    }
+}
+
+/// The distinct masks, `words` words each, within [`MAX_MASK_WORDS`].
+struct Masks {
+    words: Vec<u32>,
+    per_mask: usize,
+    unique: HashMap<Vec<u32>, u32>,
+}
+
+impl Masks {
+    fn new(per_mask: usize) -> Self {
+        Masks {
+            words: Vec::new(),
+            per_mask,
+            unique: HashMap::new(),
+        }
+    }
+
+    /// The index of `mask`; `dead_end()` is the error when nothing may follow.
+    fn add(
+        &mut self,
+        mask: TextMask,
+        dead_end: impl FnOnce() -> ConstraintError,
+    ) -> Result<u32, ConstraintError> {
+        if !mask.any_text && !mask.accepting {
+            return Err(dead_end());
+        }
+        let next = self.unique.len() as u32;
+        let words = &mut self.words;
+        let index = *self.unique.entry(mask.bits).or_insert_with_key(|m| {
+            words.extend_from_slice(m);
+            next
+        });
+        if self.words.len() > MAX_MASK_WORDS {
+            return Err(ConstraintError::TooLarge {
+                what: "token masks (bytes)",
+                needed: self.words.len() as u64 * 4,
+                limit: MAX_MASK_WORDS as u64 * 4,
+            });
+        }
+        debug_assert_eq!(self.words.len() % self.per_mask.max(1), 0);
+        Ok(index)
+    }
+}
+
+fn dead_end(dfa: &ByteDfa, s: u32, after: &str) -> ConstraintError {
+    ConstraintError::DeadEnd {
+        reason: if dfa.accepting[s as usize] {
+            format!(
+                "after {after:?} the text can end, but the model has no end-of-generation token"
+            )
+        } else {
+            format!("after {after:?} no token of this vocabulary continues the text")
+        },
+    }
+}
+
+/// The shortest bytes from the start to `target` (for error messages).
+fn byte_path(dfa: &ByteDfa, target: u32) -> Vec<u8> {
+    let n = dfa.n_states() as usize;
+    let mut rep = vec![None; dfa.n_classes as usize];
+    for b in 0..=255u8 {
+        rep[dfa.classes[b as usize] as usize].get_or_insert(b);
+    }
+    let mut from: Vec<Option<(u32, u8)>> = vec![None; n];
+    let mut queue = std::collections::VecDeque::from([dfa.start]);
+    let mut seen = vec![false; n];
+    seen[dfa.start as usize] = true;
+    while let Some(s) = queue.pop_front() {
+        if s == target {
+            break;
+        }
+        for (c, b) in rep.iter().enumerate() {
+            let t = dfa.trans[s as usize * dfa.n_classes as usize + c];
+            if let (Some(b), false) = (b, seen[t as usize] || t == DEAD) {
+                seen[t as usize] = true;
+                from[t as usize] = Some((s, *b));
+                queue.push_back(t);
+            }
+        }
+    }
+    let mut path = Vec::new();
+    let mut at = target;
+    while let Some((prev, b)) = from[at as usize] {
+        path.push(b);
+        at = prev;
+    }
+    path.reverse();
+    path
+}
+
+/// Classes of DFA states whose token masks must be equal: the same acceptance, and alive after
+/// the same byte strings of up to `depth` bytes (a token is allowed exactly when every prefix
+/// of its bytes keeps the DFA alive). Moore's partition refinement, `depth` rounds or until
+/// stable. Inside a string bounded at 200 characters, every position more than `depth` bytes
+/// from the bound falls in one class.
+pub fn mask_classes(dfa: &ByteDfa, depth: usize) -> Vec<u32> {
+    let n = dfa.n_states() as usize;
+    let k = dfa.n_classes as usize;
+    let mut class: Vec<u32> = (0..n).map(|s| u32::from(s as u32 != DEAD)).collect();
+    let mut count = class.iter().collect::<std::collections::HashSet<_>>().len();
+    // Each state's row: its class, then the classes of its successors.
+    let mut rows = vec![0u32; n * (k + 1)];
+    for _ in 0..depth {
+        for (s, row) in rows.chunks_mut(k + 1).enumerate() {
+            row[0] = class[s];
+            for (r, &t) in row[1..].iter_mut().zip(&dfa.trans[s * k..(s + 1) * k]) {
+                *r = class[t as usize];
+            }
+        }
+        let mut ids: HashMap<&[u32], u32> = HashMap::with_capacity(count * 2);
+        let next: Vec<u32> = rows
+            .chunks(k + 1)
+            .map(|row| {
+                let fresh = ids.len() as u32;
+                *ids.entry(row).or_insert(fresh)
+            })
+            .collect();
+        let stable = ids.len() == count;
+        count = ids.len();
+        class = next;
+        if stable {
+            break;
+        }
+    }
+    let mut ids: HashMap<(u32, bool), u32> = HashMap::new();
+    (0..n)
+        .map(|s| {
+            let fresh = ids.len() as u32;
+            *ids.entry((class[s], dfa.accepting[s])).or_insert(fresh)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte as a token, plus multi-byte tokens (some across a quote or a digit run).
+    fn covering_vocab() -> Arc<VocabBytes> {
+        let mut pieces: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for t in [
+            "\"", "\":", "\": \"", "ab", "abc", "aaaa", "12", "123", "2024-", "-0", "true", "null",
+            "{\"", "\"}", " ", "  ", "é", "ba", "xyz", "0.5",
+        ] {
+            pieces.push(t.as_bytes().to_vec());
+        }
+        let refs: Vec<Option<&[u8]>> = pieces.iter().map(|p| Some(p.as_slice())).collect();
+        let mut all = refs.clone();
+        all.push(None); // an end-of-generation id
+        let eog = all.len() as u32 - 1;
+        Arc::new(VocabBytes::new(&all, &[eog]))
+    }
+
+    /// Bytes without a token of their own ('q', 'é''s two bytes, 0xf5..): reached only inside
+    /// multi-byte tokens, or never.
+    fn gapped_vocab() -> Arc<VocabBytes> {
+        let mut pieces: Vec<Vec<u8>> = (0..=255u8)
+            .filter(|&b| b != b'q' && b != 0xc3 && b != 0xa9 && b < 0xf5)
+            .map(|b| vec![b])
+            .collect();
+        for t in ["aq", "qq", "é", "qé", "ab"] {
+            pieces.push(t.as_bytes().to_vec());
+        }
+        let refs: Vec<Option<&[u8]>> = pieces.iter().map(|p| Some(p.as_slice())).collect();
+        Arc::new(VocabBytes::new(&refs, &[0]))
+    }
+
+    #[test]
+    fn shared_walks_give_every_state_the_mask_of_its_own_walk() {
+        for (vocab, pattern) in [
+            (gapped_vocab(), "a(q|b)*c?"),
+            (gapped_vocab(), "[a-zé]{0,20}!"),
+            (gapped_vocab(), "(qé|x)+"),
+        ] {
+            let dfa = ByteDfa::new(pattern).unwrap();
+            let shared = TokenAutomaton::new(dfa.clone(), vocab.clone()).unwrap();
+            let walked = TokenAutomaton::by_walks(dfa, vocab).unwrap();
+            assert_eq!(
+                shared.n_token_states(),
+                walked.n_token_states(),
+                "{pattern}"
+            );
+            for s in 0..shared.dfa.n_states() {
+                let reached = walked.mask_of_state[s as usize] != UNREACHED;
+                assert_eq!(
+                    shared.mask_of_state[s as usize] != UNREACHED,
+                    reached,
+                    "{pattern}: {s}"
+                );
+                if reached {
+                    assert_eq!(shared.mask(s), walked.mask(s), "{pattern}: state {s}");
+                }
+            }
+        }
+        let vocab = covering_vocab();
+        for pattern in [
+            r#""[a-z]{0,40}""#,
+            r#"\{"a": "[^"]{2,30}", "n": [0-9]{1,4}\}"#,
+            "(ab|ba){3,9}c?",
+            "[0-9]{4}-[0-9]{2}-[0-9]{2}",
+            "x{0,50}yz",
+            "(true|null|[0-9]+(\\.[0-9]+)?)( (true|null|[0-9]+))*",
+        ] {
+            let dfa = ByteDfa::new(pattern).unwrap();
+            let shared = TokenAutomaton::new(dfa.clone(), vocab.clone()).unwrap();
+            let walked = TokenAutomaton::by_walks(dfa, vocab.clone()).unwrap();
+            assert!(shared.visits <= walked.visits, "{pattern}");
+            for s in 0..shared.dfa.n_states() {
+                let reached = walked.mask_of_state[s as usize] != UNREACHED;
+                assert_eq!(
+                    shared.mask_of_state[s as usize] != UNREACHED,
+                    reached,
+                    "{pattern}: state {s}"
+                );
+                if reached {
+                    assert_eq!(shared.mask(s), walked.mask(s), "{pattern}: state {s}");
+                }
+            }
+        }
+        // A bounded string: its positions far from the bound share one walk.
+        let dfa = ByteDfa::new(r#""[a-z]{0,200}""#).unwrap();
+        let shared = TokenAutomaton::new(dfa.clone(), vocab.clone()).unwrap();
+        let walked = TokenAutomaton::by_walks(dfa, vocab).unwrap();
+        assert!(
+            shared.visits * 10 < walked.visits,
+            "{} vs {} trie nodes",
+            shared.visits,
+            walked.visits
+        );
+    }
+
+    #[test]
+    fn dead_ends_are_found_either_way() {
+        // After "a" the pattern needs "\u{1}" then "q"; a vocabulary without 'q' cannot go on.
+        let pieces: Vec<Vec<u8>> = (0..=255u8)
+            .filter(|&b| b != b'q')
+            .map(|b| vec![b])
+            .collect();
+        let refs: Vec<Option<&[u8]>> = pieces.iter().map(|p| Some(p.as_slice())).collect();
+        let vocab = Arc::new(VocabBytes::new(&refs, &[]));
+        let e = TokenAutomaton::new(ByteDfa::new("aq").unwrap(), vocab).unwrap_err();
+        assert!(e.to_string().contains("after \"a\" no token"), "{e}");
+        let bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        let refs: Vec<Option<&[u8]>> = bytes.iter().map(|p| Some(p.as_slice())).collect();
+        let no_eog = Arc::new(VocabBytes::new(&refs, &[]));
+        let e = TokenAutomaton::new(ByteDfa::new("a").unwrap(), no_eog).unwrap_err();
+        assert!(
+            e.to_string().contains("after \"a\" the text can end"),
+            "{e}"
+        );
     }
 }

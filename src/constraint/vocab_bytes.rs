@@ -43,6 +43,15 @@ impl Trie {
         &self.end_ids[self.end_start[n as usize] as usize..self.end_start[n as usize + 1] as usize]
     }
 
+    /// Which bytes are a token of their own.
+    pub fn single_byte_tokens(&self) -> [bool; 256] {
+        let mut seen = [false; 256];
+        for (b, child) in self.children(0) {
+            seen[b as usize] |= !self.ends(child).is_empty();
+        }
+        seen
+    }
+
     /// From `(id, bytes)` pairs (bytes non-empty).
     fn build(tokens: &[(u32, &[u8])]) -> Self {
         // Sorted by bytes, the tokens sharing a prefix are consecutive: a stack of open nodes
@@ -123,6 +132,15 @@ impl VocabBytes {
             })
             .collect();
         Self::new(&pieces, stop_ids)
+    }
+
+    /// The longest text token, in bytes.
+    pub fn longest_token(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
     }
 
     pub fn token(&self, id: u32) -> &[u8] {
