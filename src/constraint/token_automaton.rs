@@ -45,12 +45,12 @@ impl TokenAutomaton {
         let reached = token_reachable(&dfa, &vocab);
         let class = mask_classes(&dfa, vocab.longest_token());
         let mut mask_of_state = vec![UNREACHED; n];
-        let mut masks = Masks::new(vocab.words() as usize);
-        let mut mask_of_class: HashMap<u32, u32> = HashMap::new();
+        let mut masks = Masks::new();
+        let mut mask_of_class: Vec<Option<u32>> = vec![None; n];
         let mut walk = Walk::default();
         for s in (1..n as u32).filter(|&s| reached[s as usize]) {
             let c = class[s as usize];
-            if let Some(&m) = mask_of_class.get(&c) {
+            if let Some(m) = mask_of_class[c as usize] {
                 mask_of_state[s as usize] = m;
                 continue;
             }
@@ -59,7 +59,7 @@ impl TokenAutomaton {
                 let path = byte_path(&dfa, s);
                 dead_end(&dfa, s, &String::from_utf8_lossy(&path))
             })?;
-            mask_of_class.insert(c, m);
+            mask_of_class[c as usize] = Some(m);
             mask_of_state[s as usize] = m;
         }
         Ok(Self {
@@ -76,7 +76,7 @@ impl TokenAutomaton {
     pub fn by_walks(dfa: ByteDfa, vocab: Arc<VocabBytes>) -> Result<Self, ConstraintError> {
         let n = dfa.n_states() as usize;
         let mut mask_of_state = vec![UNREACHED; n];
-        let mut masks = Masks::new(vocab.words() as usize);
+        let mut masks = Masks::new();
         let mut queue = vec![dfa.start];
         let mut queued = vec![false; n];
         queued[dfa.start as usize] = true;
@@ -282,18 +282,16 @@ impl Walk {
     }
 }
 
-/// The distinct masks, `words` words each, within [`MAX_MASK_WORDS`].
+/// The distinct masks, one after another, within [`MAX_MASK_WORDS`].
 struct Masks {
     words: Vec<u32>,
-    per_mask: usize,
     unique: HashMap<Vec<u32>, u32>,
 }
 
 impl Masks {
-    fn new(per_mask: usize) -> Self {
+    fn new() -> Self {
         Masks {
             words: Vec::new(),
-            per_mask,
             unique: HashMap::new(),
         }
     }
@@ -320,7 +318,6 @@ impl Masks {
                 limit: MAX_MASK_WORDS as u64 * 4,
             });
         }
-        debug_assert_eq!(self.words.len() % self.per_mask.max(1), 0);
         Ok(index)
     }
 }
@@ -448,6 +445,21 @@ mod tests {
         Arc::new(VocabBytes::new(&refs, &[0]))
     }
 
+    /// The same states reached, each with the same mask.
+    fn assert_same_masks(shared: &TokenAutomaton, walked: &TokenAutomaton, pattern: &str) {
+        for s in 0..shared.dfa.n_states() {
+            let reached = walked.mask_of_state[s as usize] != UNREACHED;
+            assert_eq!(
+                shared.mask_of_state[s as usize] != UNREACHED,
+                reached,
+                "{pattern}: state {s}"
+            );
+            if reached {
+                assert_eq!(shared.mask(s), walked.mask(s), "{pattern}: state {s}");
+            }
+        }
+    }
+
     #[test]
     fn shared_walks_give_every_state_the_mask_of_its_own_walk() {
         for (vocab, pattern) in [
@@ -463,17 +475,7 @@ mod tests {
                 walked.n_token_states(),
                 "{pattern}"
             );
-            for s in 0..shared.dfa.n_states() {
-                let reached = walked.mask_of_state[s as usize] != UNREACHED;
-                assert_eq!(
-                    shared.mask_of_state[s as usize] != UNREACHED,
-                    reached,
-                    "{pattern}: {s}"
-                );
-                if reached {
-                    assert_eq!(shared.mask(s), walked.mask(s), "{pattern}: state {s}");
-                }
-            }
+            assert_same_masks(&shared, &walked, pattern);
         }
         let vocab = covering_vocab();
         for pattern in [
@@ -488,17 +490,7 @@ mod tests {
             let shared = TokenAutomaton::new(dfa.clone(), vocab.clone()).unwrap();
             let walked = TokenAutomaton::by_walks(dfa, vocab.clone()).unwrap();
             assert!(shared.visits <= walked.visits, "{pattern}");
-            for s in 0..shared.dfa.n_states() {
-                let reached = walked.mask_of_state[s as usize] != UNREACHED;
-                assert_eq!(
-                    shared.mask_of_state[s as usize] != UNREACHED,
-                    reached,
-                    "{pattern}: state {s}"
-                );
-                if reached {
-                    assert_eq!(shared.mask(s), walked.mask(s), "{pattern}: state {s}");
-                }
-            }
+            assert_same_masks(&shared, &walked, pattern);
         }
         // A bounded string: its positions far from the bound share one walk.
         let dfa = ByteDfa::new(r#""[a-z]{0,200}""#).unwrap();
