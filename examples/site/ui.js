@@ -50,13 +50,39 @@ export function errorText(e) {
 
 /** Puts the page in the "error" state and shows the error in `box` (an element with role=alert). */
 export function showError(box, e, what) {
+  showFailure(box, what, errorKind(e), e instanceof FuselmError ? e.message : String(e?.message ?? e));
+}
+
+/** `showError` for a failure that is no exception (an answer cut by max tokens): its kind and
+ * message as given. */
+export function showFailure(box, what, kind, message) {
   document.body.dataset.state = "error";
-  document.body.dataset.errorKind = errorKind(e);
+  document.body.dataset.errorKind = kind;
   const strong = document.createElement("strong");
-  strong.textContent = errorKind(e);
-  const message = e instanceof FuselmError ? e.message : String(e?.message ?? e);
+  strong.textContent = kind;
   box.replaceChildren(`${what} failed — `, strong, `: ${message}`);
   box.hidden = false;
+}
+
+/**
+ * `modelFor(url, options, onLoad)`: the model at `url`, loaded with `load` (fuselm's `loadModel`)
+ * on first use and kept while the page asks again with the same URL and options (the old one is
+ * disposed when they change), so a page that generates on every click loads once. `onLoad(url)`
+ * is called before a load.
+ */
+export function modelSlot(load) {
+  let loaded; // { key, model }
+  return async (url, options = {}, onLoad = () => {}) => {
+    const key = JSON.stringify([url, options]);
+    if (loaded?.key === key) return loaded.model;
+    const old = loaded?.model;
+    loaded = undefined;
+    await old?.dispose();
+    onLoad(url);
+    const model = await load(url, options);
+    loaded = { key, model };
+    return model;
+  };
 }
 
 export function clearError(box) {

@@ -59,6 +59,8 @@ test("the server's root leads to the site, and the nav bar links every page", as
       ["Chat", "/examples/site/chat.html", /chat/],
       ["Bench", "/examples/site/bench.html", /bench/],
       ["Generate", "/examples/site/generate.html", /generate/],
+      ["Extract", "/examples/site/extract.html", /extract/],
+      ["Tools", "/examples/site/tools.html", /tools/],
       ["Probe", "/examples/site/", /what can this GPU do/],
     ]) {
       await page.click(`header nav >> text=${name}`);
