@@ -68,6 +68,40 @@ export interface ChatCompletionRequest {
   tool_choice?: ChatToolChoice;
   /** Allow several calls in one answer (default true; at most 8). */
   parallel_tool_calls?: boolean;
+  /**
+   * Report each answer token's log-probability in `choices[0].logprobs.content`: the natural
+   * log of its probability under the logits the sampler ranked (penalised, tokens the
+   * response format disallows removed) at temperature 1. Fused and unfused strategies. In a
+   * stream they come in one chunk after the answer's text.
+   */
+  logprobs?: boolean;
+  /** With `logprobs`: the most likely tokens to report at each step (0–20). */
+  top_logprobs?: number;
+}
+
+/** One token's log-probability in a chat answer (OpenAI's shape). */
+export interface ChatTokenLogprob {
+  token: string;
+  logprob: number;
+  /** The token's bytes (its `token` text is lossy where they are not whole characters). */
+  bytes: number[];
+  /** The step's most likely tokens, best first. */
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+/** `choices[0].logprobs` (null unless `logprobs` was asked). */
+export type ChatLogprobs = { content: ChatTokenLogprob[] } | null;
+
+function chatLogprobs(r: GenerateResult): ChatLogprobs {
+  if (r.logprobs === undefined) return null;
+  return {
+    content: r.logprobs.map((l) => ({
+      token: l.token,
+      logprob: l.logprob,
+      bytes: l.bytes,
+      top_logprobs: l.topLogprobs.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })),
+    })),
+  };
 }
 
 /** `response_format` of a chat request (OpenAI's shape). */
@@ -133,7 +167,7 @@ export interface ChatCompletion {
   /** Unix time in seconds. */
   created: number;
   model: string;
-  choices: [{ index: 0; message: ChatCompletionAnswer; finish_reason: FinishReason }];
+  choices: [{ index: 0; message: ChatCompletionAnswer; finish_reason: FinishReason; logprobs: ChatLogprobs }];
   usage: ChatCompletionUsage;
 }
 
@@ -142,7 +176,7 @@ export interface ChatCompletionChunk {
   object: "chat.completion.chunk";
   created: number;
   model: string;
-  choices: [{ index: 0; delta: { role?: "assistant"; content?: string; tool_calls?: ChatToolCallDelta[] }; finish_reason: FinishReason | null }];
+  choices: [{ index: 0; delta: { role?: "assistant"; content?: string; tool_calls?: ChatToolCallDelta[] }; finish_reason: FinishReason | null; logprobs: ChatLogprobs }];
   /** On the last chunk only. */
   usage?: ChatCompletionUsage;
 }
@@ -216,6 +250,8 @@ export function chatOptions(request: ChatCompletionRequest): GenerateOptions {
     reusePrefix: request.cache_prompt ?? true,
     strategy: request.strategy,
     responseFormat: responseFormat(request.response_format),
+    logprobs: request.logprobs,
+    topLogprobs: request.top_logprobs,
   };
 }
 
@@ -267,16 +303,16 @@ export function chatCompletions(
         object: "chat.completion",
         created,
         model,
-        choices: [{ index: 0, message, finish_reason: calls ? "tool_calls" : finishReason(r) }],
+        choices: [{ index: 0, message, finish_reason: calls ? "tool_calls" : finishReason(r), logprobs: chatLogprobs(r) }],
         usage: usage(r),
       };
     }
-    const chunk = (delta: ChatCompletionChunk["choices"][0]["delta"], finish: FinishReason | null): ChatCompletionChunk => ({
+    const chunk = (delta: ChatCompletionChunk["choices"][0]["delta"], finish: FinishReason | null, logprobs: ChatLogprobs = null): ChatCompletionChunk => ({
       id,
       object: "chat.completion.chunk",
       created,
       model,
-      choices: [{ index: 0, delta, finish_reason: finish }],
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs }],
     });
     async function* chunks(): AsyncGenerator<ChatCompletionChunk, void, undefined> {
       yield chunk({ role: "assistant", content: "" }, null);
@@ -296,6 +332,8 @@ export function chatCompletions(
       }
       const r = await generation.result();
       const calls = callsOf(r);
+      // The tokens' log-probabilities, once the generation has them all.
+      if (request.logprobs === true) yield chunk({}, null, chatLogprobs(r));
       if (calls) {
         yield chunk({ tool_calls: calls.map((c, index) => ({ index, ...c })) }, null);
         yield { ...chunk({}, "tool_calls"), usage: usage(r) };

@@ -29,6 +29,8 @@ export type {
   ChatToolCall,
   ChatToolCallDelta,
   ChatToolChoice,
+  ChatTokenLogprob,
+  ChatLogprobs,
   FinishReason,
 } from "./chat.js";
 export { deleteCachedModel, type CacheMode } from "./cache.js";
@@ -59,6 +61,8 @@ export type {
   Strategy,
   GenerateResult,
   GenerateTimings,
+  TokenLogprob,
+  TopLogprob,
   StopReason,
   ModelInfo,
   MemoryUse,

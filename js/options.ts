@@ -58,6 +58,8 @@ export const GENERATE_RULES: Record<string, Rule> = {
   stop: strings,
   reusePrefix: boolean,
   responseFormat: object,
+  logprobs: boolean,
+  topLogprobs: integer(0, 20),
   ...sampling,
 };
 
@@ -88,6 +90,8 @@ export const CHAT_RULES: Record<string, Rule> = {
   cache_prompt: boolean,
   strategy: oneOf(STRATEGIES),
   model: string,
+  logprobs: boolean,
+  top_logprobs: integer(0, 20),
 };
 
 /** How a value reads in a message. */

@@ -67,3 +67,5 @@ pub const SIM_ENV_MOUNTAIN_CAR: &str = include_str!("../shaders/sim_env_mountain
 pub const SIM_ENV_PENDULUM: &str = include_str!("../shaders/sim_env_pendulum.wgsl");
 pub const SIM_ENV_RASTRIGIN: &str = include_str!("../shaders/sim_env_rastrigin.wgsl");
 pub const SIM_ES: &str = include_str!("../shaders/sim_es.wgsl");
+pub const LOGPROB_SLICES: &str = include_str!("../shaders/logprob_slices.wgsl");
+pub const LOGPROB_CHOOSE: &str = include_str!("../shaders/logprob_choose.wgsl");

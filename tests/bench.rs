@@ -224,6 +224,7 @@ async fn fused_limits_are_typed_errors_and_unfused_still_runs() {
         chunk_tokens: 8,
         reuse_prefix: false,
         constraint: None,
+        logprobs: None,
     };
     let e = model
         .generate(&request, &mut |_| true)
@@ -330,6 +331,7 @@ async fn calibration_picks_the_fastest_and_can_be_reused() {
             chunk_tokens: 6,
             reuse_prefix: false,
             constraint: None,
+            logprobs: None,
         };
         ids.push(
             model

@@ -28,7 +28,11 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 async fn load_synthetic() -> TextModel {
-    let bytes = synthetic_llama(&SyntheticSpec::default());
+    load_spec(&SyntheticSpec::default()).await
+}
+
+async fn load_spec(spec: &SyntheticSpec) -> TextModel {
+    let bytes = synthetic_llama(spec);
     let ctx = GpuContext::new().await.expect("gpu");
     let options = LoadOptions {
         n_ctx: Some(256),
@@ -538,4 +542,158 @@ fn bad_formats_are_typed_errors_and_the_megakernel_hands_over() {
             .expect("free unfused");
         assert_eq!(plain.tokens, unfused.tokens);
     });
+}
+
+/// Log-probabilities: the fused strategy's GPU kernels (`logprob_slices`, `logprob_choose`)
+/// against the unfused strategy's CPU reference (`sampling::logprobs::reference`, f64) on the
+/// same steps, free and constrained, greedy and sampled with penalties; and the typed errors.
+#[test]
+fn gpu_logprobs_equal_the_cpu_reference() {
+    pollster::block_on(async {
+        // A vocabulary of 70,000 ids: 69 slices, two merge rounds in logprob_choose.
+        let mut wide = load_spec(&SyntheticSpec {
+            n_vocab: 70_000,
+            ..SyntheticSpec::default()
+        })
+        .await;
+        for sampling in [SamplingOptions::default(), seeded(7)] {
+            compare_logprobs(&mut wide, &None, &sampling).await;
+        }
+        let mut model = load_synthetic().await;
+        let regex = ResponseFormat::Regex {
+            pattern: "[0-9]{3}-[a-z]{2,4}(, [a-z]{1,3})*".into(),
+        };
+        let penalised = SamplingOptions {
+            temperature: Some(0.8),
+            top_k: Some(40),
+            repetition_penalty: Some(1.3),
+            frequency_penalty: Some(0.2),
+            seed: Some(5),
+            ..Default::default()
+        };
+        let cases = [
+            (None, SamplingOptions::default()),
+            (None, penalised),
+            (Some(regex.clone()), SamplingOptions::default()),
+            (Some(regex), seeded(3)),
+        ];
+        for (format, sampling) in &cases {
+            compare_logprobs(&mut model, format, sampling).await;
+        }
+
+        // Typed errors: a strategy without them, too many alternatives, alternatives alone.
+        let with = |strategy, logprobs, top| GenerateOptions {
+            max_tokens: Some(4),
+            strategy: Some(strategy),
+            logprobs,
+            top_logprobs: top,
+            ..Default::default()
+        };
+        for (o, needle) in [
+            (
+                with(Strategy::Megakernel, Some(true), None),
+                "does not report",
+            ),
+            (with(Strategy::Fused, Some(true), Some(21)), "topLogprobs"),
+            (
+                with(Strategy::Fused, None, Some(3)),
+                "topLogprobs needs logprobs",
+            ),
+        ] {
+            let e = model
+                .generate(Prompt::Text("Hi"), &o, &mut |_, _| true)
+                .await
+                .expect_err("refused");
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+        // And the model still generates, with and without them.
+        let r = model
+            .generate(
+                Prompt::Text("Hi"),
+                &with(Strategy::Fused, Some(true), Some(2)),
+                &mut |_, _| true,
+            )
+            .await
+            .expect("after the errors");
+        assert_eq!(r.logprobs.map(|l| l.len()), Some(r.tokens.len()));
+    });
+}
+
+/// Fused (GPU kernels) against unfused (the CPU reference) on one generation with
+/// `logprobs` and 5 alternatives.
+async fn compare_logprobs(
+    model: &mut TextModel,
+    format: &Option<ResponseFormat>,
+    sampling: &SamplingOptions,
+) {
+    let run = |strategy| GenerateOptions {
+        max_tokens: Some(24),
+        strategy: Some(strategy),
+        response_format: format.clone(),
+        logprobs: Some(true),
+        top_logprobs: Some(5),
+        sampling: sampling.clone(),
+        ..Default::default()
+    };
+    let what = format!("{format:?} {sampling:?}");
+    let mut results = Vec::new();
+    for strategy in [Strategy::Fused, Strategy::Unfused] {
+        let r = model
+            .generate(Prompt::Text("Hello"), &run(strategy), &mut |_, _| true)
+            .await
+            .unwrap_or_else(|e| panic!("{what} {strategy:?}: {e}"));
+        results.push(r);
+    }
+    let (f, u) = (&results[0], &results[1]);
+    assert_eq!(f.tokens, u.tokens, "{what}: ids");
+    let (fl, ul) = (
+        f.logprobs.as_ref().expect("fused"),
+        u.logprobs.as_ref().expect("unfused"),
+    );
+    assert_eq!(fl.len(), f.tokens.len(), "{what}: one entry per token");
+    assert_eq!(ul.len(), u.tokens.len());
+    for (i, (a, b)) in fl.iter().zip(ul).enumerate() {
+        assert_eq!(a.id, f.tokens[i]);
+        assert!(
+            (a.logprob - b.logprob).abs() <= 1e-3 && a.logprob <= 1e-6,
+            "{what} step {i}: fused {} vs reference {}",
+            a.logprob,
+            b.logprob
+        );
+        assert_eq!(
+            a.top_logprobs.len(),
+            b.top_logprobs.len(),
+            "{what} step {i}"
+        );
+        assert!(!a.top_logprobs.is_empty() && a.top_logprobs.len() <= 5);
+        let mut mass = 0.0;
+        for (j, (x, y)) in a.top_logprobs.iter().zip(&b.top_logprobs).enumerate() {
+            assert!(
+                (x.logprob - y.logprob).abs() <= 1e-3,
+                "{what} step {i} top {j}: {x:?} vs {y:?}"
+            );
+            // Ids may differ only between near-ties.
+            if x.id != y.id {
+                let other = a.top_logprobs.iter().find(|t| t.id == y.id);
+                assert!(
+                    other.is_none_or(|t| (t.logprob - x.logprob).abs() <= 1e-3),
+                    "{what} step {i} top {j}: {x:?} vs {y:?}"
+                );
+            }
+            if j > 0 {
+                assert!(
+                    x.logprob <= a.top_logprobs[j - 1].logprob,
+                    "{what}: best first"
+                );
+            }
+            mass += f64::from(x.logprob).exp();
+        }
+        assert!(mass <= 1.0 + 1e-4, "{what} step {i}: top mass {mass}");
+        if sampling.temperature.is_none() {
+            // Greedy: the chosen token is the most likely.
+            assert_eq!(a.top_logprobs[0].id, a.id, "{what} step {i}");
+            assert_eq!(a.top_logprobs[0].logprob, a.logprob, "{what} step {i}");
+        }
+    }
 }

@@ -193,6 +193,7 @@ fn gemma3_on_the_gpu(strategy: Strategy) {
                 chunk_tokens: 16,
                 reuse_prefix: false,
                 constraint: None,
+                logprobs: None,
             };
             let out = gpu
                 .generate(&request, &mut |_| true)

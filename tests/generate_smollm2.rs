@@ -70,6 +70,7 @@ async fn greedy(
         chunk_tokens: 16,
         reuse_prefix: false,
         constraint: None,
+        logprobs: None,
     };
     let out = gpu.generate(&request, &mut |_| true).await.unwrap();
     assert_eq!(

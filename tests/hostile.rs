@@ -86,6 +86,7 @@ async fn run(
         chunk_tokens: chunk,
         reuse_prefix: false,
         constraint: None,
+        logprobs: None,
     };
     gpu.generate(&request, &mut |_| true).await
 }
@@ -274,6 +275,7 @@ async fn abort_stops_prefill_between_batches() {
             chunk_tokens: chunk,
             reuse_prefix: false,
             constraint: None,
+            logprobs: None,
         };
         let want = gpu
             .generate(&request, &mut |_| true)
@@ -342,6 +344,7 @@ async fn second_load_compiles_nothing() {
         chunk_tokens: 4,
         reuse_prefix: false,
         constraint: None,
+        logprobs: None,
     };
     let mut runs = Vec::new();
     for load in 0..2 {

@@ -304,6 +304,13 @@ fn every_model_kernel_is_proved() {
                     model.prepare_strategy(strategy).await.expect("prepare");
                 }
             }
+            // And the kernels compiled on first use: the constraint mask, log-probabilities.
+            fuselm::kernels::constraint::ConstraintMask::new(model.context())
+                .await
+                .expect("constraint_mask");
+            fuselm::kernels::logprobs::LogprobKernels::new(model.context())
+                .await
+                .expect("logprob kernels");
             let unproven = model.context().unproven_loops();
             assert!(unproven.is_empty(), "{}: {unproven:#?}", spec.arch);
             assert!(

@@ -324,6 +324,7 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
                 chunk_tokens: chunk,
                 reuse_prefix: false,
                 constraint: None,
+                logprobs: None,
             };
             let r#gen = gpu
                 .generate(&request, &mut |_| true)
@@ -366,6 +367,7 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
                 chunk_tokens: chunk,
                 reuse_prefix: false,
                 constraint: None,
+                logprobs: None,
             };
             let r#gen = gpu
                 .generate(&request, &mut |_| true)
@@ -466,6 +468,7 @@ async fn megakernel_survives_rebuilt_activations() {
             chunk_tokens: 3,
             reuse_prefix: false,
             constraint: None,
+            logprobs: None,
         };
         gpu.generate(&request, &mut |_| true)
             .await
@@ -507,6 +510,7 @@ fn grid_megakernel_times_out_instead_of_hanging() {
             chunk_tokens: 6,
             reuse_prefix: false,
             constraint: None,
+            logprobs: None,
         };
         let expected = gpu
             .generate(&request(Strategy::Megakernel), &mut |_| true)
@@ -698,6 +702,7 @@ async fn crosses_attention_chunks(spec: &SyntheticSpec, context: ContextOptions)
             chunk_tokens: chunk,
             reuse_prefix: false,
             constraint: None,
+            logprobs: None,
         };
         let r#gen = gpu
             .generate(&request, &mut |_| true)

@@ -58,6 +58,7 @@ mod embed;
 pub mod fused_layer;
 mod kv_store;
 mod layer_indexing;
+pub mod logprobs;
 mod matmul;
 mod matvec;
 pub mod megakernel;

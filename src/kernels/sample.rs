@@ -180,6 +180,10 @@ pub struct SampleCall {
 }
 
 impl SampleCall {
+    pub(crate) fn new(bound: Bound, groups: [u32; 3]) -> Self {
+        Self { bound, groups }
+    }
+
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.bound.dispatch(pass, self.groups);
     }

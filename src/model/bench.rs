@@ -191,6 +191,7 @@ async fn measure(
         chunk_tokens: model.strategy(strategy).timed_chunk(chunk, w.new_tokens),
         reuse_prefix: false,
         constraint: None,
+        logprobs: None,
     };
     model.generate(&request, &mut |_| true).await?; // warm-up
     let (mut decode, mut prefill, mut ttft) = (Vec::new(), Vec::new(), Vec::new());

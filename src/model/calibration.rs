@@ -142,6 +142,7 @@ impl GpuModel {
                     .timed_chunk(DEFAULT_CHUNK_TOKENS, tokens),
                 reuse_prefix: false,
                 constraint: None,
+                logprobs: None,
             };
             self.generate(&request, &mut |_| true).await?; // warm-up: pipelines, arenas
             let mut e2e = Vec::new();

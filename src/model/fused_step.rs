@@ -17,6 +17,7 @@ use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
 use crate::kernels::constraint::{ConstraintMask, ConstraintMaskCall, ConstraintTable};
 use crate::kernels::fused_layer::{o_split, uniform_array, FusedOProj};
+use crate::kernels::logprobs::{LogprobCalls, LogprobKernels};
 use crate::kernels::pipeline::PassState;
 use crate::kernels::sample::head_groups;
 use crate::kernels::{
@@ -126,8 +127,14 @@ pub struct Choice {
     mask: Option<ConstraintMaskCall>,
     /// What a constrained choice is bound from.
     inputs: ChooseInputs,
+    /// The step's ranked logits (the log-probability kernels read them).
+    logits: wgpu::Buffer,
     /// The mask kernel, compiled on the first constrained generation (not at every load).
     mask_kernel: std::cell::OnceCell<ConstraintMask>,
+    /// With log-probabilities: their kernels after the choice.
+    logprobs: Option<LogprobCalls>,
+    /// The log-probability kernels, compiled on the first generation that asks for them.
+    logprob_kernels: std::cell::OnceCell<LogprobKernels>,
 }
 
 /// The choose kernel and the buffers it and the mask kernel read, kept to bind a constrained
@@ -211,10 +218,59 @@ impl Choice {
             select,
             choose,
             head_dispatches: head_w.chunks().len() as u32,
+            logits: acts.logits.clone(),
             mask: None,
             inputs,
             mask_kernel: std::cell::OnceCell::new(),
+            logprobs: None,
+            logprob_kernels: std::cell::OnceCell::new(),
         })
+    }
+
+    /// This choice followed by the log-probability kernels reporting `top_n` alternatives,
+    /// bound for one generation ([`Choice::release_logprobs`] frees them); `kernels` from
+    /// [`Choice::logprob_kernels`].
+    pub fn with_logprobs(
+        &self,
+        ctx: &GpuContext,
+        kernels: &LogprobKernels,
+        top_n: u32,
+    ) -> Result<Self> {
+        let i = &self.inputs;
+        let calls = kernels.bind(ctx, i.n_vocab, top_n, &i.state, &self.logits, &i.tokens)?;
+        Ok(Self {
+            head: self.head.clone(),
+            select: self.select.clone(),
+            choose: self.choose.clone(),
+            head_dispatches: self.head_dispatches,
+            mask: self.mask.clone(),
+            inputs: i.clone(),
+            mask_kernel: std::cell::OnceCell::new(),
+            logits: self.logits.clone(),
+            logprobs: Some(calls),
+            logprob_kernels: std::cell::OnceCell::new(),
+        })
+    }
+
+    /// The log-probability kernels (compiled on first use).
+    pub async fn logprob_kernels(&self, ctx: &GpuContext) -> Result<&LogprobKernels> {
+        if let Some(k) = self.logprob_kernels.get() {
+            return Ok(k);
+        }
+        let k = LogprobKernels::new(ctx).await?;
+        Ok(self.logprob_kernels.get_or_init(|| k))
+    }
+
+    /// The rows the log-probability kernels write (None without them).
+    pub fn logprob_rows(&self) -> Option<&wgpu::Buffer> {
+        self.logprobs.as_ref().map(|l| &l.rows)
+    }
+
+    /// Destroys what [`Choice::with_logprobs`] made.
+    pub fn release_logprobs(&self, ctx: &GpuContext) {
+        if let Some(l) = &self.logprobs {
+            l.release(ctx);
+        }
     }
 
     /// This choice with `table`'s constraint: its mask before the head, its state advanced
@@ -236,6 +292,9 @@ impl Choice {
             mask: Some(kernel.bind(ctx, &i.state, table, &i.counts)?),
             inputs: i.clone(),
             mask_kernel: std::cell::OnceCell::new(),
+            logits: self.logits.clone(),
+            logprobs: None,
+            logprob_kernels: std::cell::OnceCell::new(),
         })
     }
 
@@ -288,10 +347,17 @@ impl Choice {
             self.select.record(pass);
         }
         self.choose.record(pass);
+        if let Some(l) = &self.logprobs {
+            l.record(pass);
+        }
     }
 
     pub fn dispatches(&self, sampling: bool) -> u32 {
-        self.head_dispatches + u32::from(sampling) + 1 + u32::from(self.mask.is_some())
+        self.head_dispatches
+            + u32::from(sampling)
+            + 1
+            + u32::from(self.mask.is_some())
+            + 2 * u32::from(self.logprobs.is_some())
     }
 }
 

@@ -7,6 +7,7 @@ use crate::clock::now_seconds;
 use crate::constraint::TokenAutomaton;
 use crate::error::{FuselmError, Result};
 use crate::kernels::constraint::ConstraintTable;
+use crate::sampling::logprobs::TokenLogprobs;
 use crate::sampling::{SamplerParams, NONFINITE_ID};
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +54,10 @@ pub struct TokenGeneration {
     /// the first token). When it nears `decode_seconds`, decode is bound by the host's
     /// command recording, not by the GPU.
     pub record_seconds: f64,
+    /// With `logprobs` asked: one entry per token handed to `on_token` (so at least one per
+    /// id in `tokens`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logprobs: Vec<TokenLogprobs>,
 }
 
 /// What a strategy is asked to run: the tokens after `prompt`, whose KV rows `0..start` are
@@ -72,6 +77,9 @@ pub(crate) struct Run<'a> {
     pub constraint: Option<RunConstraint<'a>>,
     /// Asked between prefill batches; false stops the generation (`StopReason::Aborted`).
     pub keep_going: &'a dyn Fn() -> bool,
+    /// Report each generated token's log-probability with this many alternatives (0..=20;
+    /// `sampling::logprobs`); None: none.
+    pub logprobs: Option<u32>,
 }
 
 /// A constraint as a strategy uses it: the automaton (the host's reference and the unfused
@@ -125,6 +133,7 @@ impl<'a> Progress<'a> {
                 decode_steps: 0,
                 reused_prompt_tokens: 0,
                 record_seconds: 0.0,
+                logprobs: Vec::new(),
             },
             start,
             decode_start: start,
@@ -149,6 +158,19 @@ impl<'a> Progress<'a> {
         max_tokens: u32,
         on_token: &mut dyn FnMut(u32) -> bool,
     ) -> bool {
+        self.accept_with(id, None, p, max_tokens, on_token)
+    }
+
+    /// [`Progress::accept`] with the id's log-probabilities (kept when the id reaches
+    /// `on_token`).
+    pub fn accept_with(
+        &mut self,
+        id: u32,
+        logprob: Option<TokenLogprobs>,
+        p: &SamplerParams,
+        max_tokens: u32,
+        on_token: &mut dyn FnMut(u32) -> bool,
+    ) -> bool {
         if self.out.tokens.is_empty() && self.out.prefill_seconds == 0.0 {
             self.decode_start = now_seconds();
             self.out.prefill_seconds = self.decode_start - self.start;
@@ -168,6 +190,9 @@ impl<'a> Progress<'a> {
             self.out.stop_reason = StopReason::EndOfGeneration;
             self.out.stop_token = Some(id);
             return false;
+        }
+        if let Some(l) = logprob {
+            self.out.logprobs.push(l);
         }
         if !on_token(id) {
             self.out.stop_reason = StopReason::Aborted;

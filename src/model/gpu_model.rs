@@ -19,6 +19,7 @@ use crate::gguf::{Gguf, ModelConfig};
 use crate::gpu::GpuContext;
 use crate::kernels::constraint::ConstraintTable;
 use crate::kernels::KvFormat;
+use crate::sampling::logprobs::TOP_LOGPROBS_MAX;
 use crate::sampling::{SamplerParams, SamplingOptions};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -102,6 +103,9 @@ pub struct GenerationRequest<'a> {
     pub reuse_prefix: bool,
     /// The constraint the output must follow (fused and unfused only).
     pub constraint: Option<&'a Arc<Constraint>>,
+    /// Report each token's log-probability with this many alternatives (at most
+    /// `TOP_LOGPROBS_MAX`; fused and unfused only); None: none.
+    pub logprobs: Option<u32>,
 }
 
 /// GPU memory a loaded model holds, in bytes.
@@ -410,6 +414,20 @@ impl GpuModel {
             }
             sampler.constrained = 1;
         }
+        if let Some(n) = req.logprobs {
+            if n > TOP_LOGPROBS_MAX {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "topLogprobs must be at most {TOP_LOGPROBS_MAX}, got {n}"
+                )));
+            }
+            if !self.strategies.get(req.strategy).logprobs() {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "logprobs: the {} strategy does not report log-probabilities; use fused \
+                     or unfused",
+                    req.strategy.name()
+                )));
+            }
+        }
         let constraint = match (&self.constraint, req.constraint) {
             (Some((c, table)), Some(_)) => Some(RunConstraint {
                 automaton: &c.automaton,
@@ -428,6 +446,7 @@ impl GpuModel {
             start,
             constraint,
             keep_going,
+            logprobs: req.logprobs,
         };
         let mut out = self
             .strategies
@@ -458,12 +477,19 @@ impl GpuModel {
     /// [`GpuModel::default_strategy`]; for a constrained generation, the planner's choice among
     /// the strategies that follow constraints (the megakernels do not).
     pub fn default_strategy_for(&self, constrained: bool) -> Strategy {
-        if !constrained {
+        self.default_strategy_with(constrained, false)
+    }
+
+    /// [`GpuModel::default_strategy_for`], also limited to the strategies that report
+    /// log-probabilities when `logprobs` is asked.
+    pub fn default_strategy_with(&self, constrained: bool, logprobs: bool) -> Strategy {
+        if !constrained && !logprobs {
             return self.default_strategy().0;
         }
         self.planner
             .choose_among(&self.strategies, &self.shared, |s| {
-                self.strategies.get(s).constraints()
+                let s = self.strategies.get(s);
+                (!constrained || s.constraints()) && (!logprobs || s.logprobs())
             })
             .0
     }
@@ -515,6 +541,7 @@ impl GpuModel {
             chunk_tokens: 4,
             reuse_prefix: false,
             constraint: None,
+            logprobs: None,
         };
         self.generate(&request, &mut |_| true).await?;
         let context = prompt.len() as u32 + 4;

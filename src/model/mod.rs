@@ -1,7 +1,7 @@
 //! Models: a GGUF file loaded onto the GPU and run, plus the CPU reference forward pass it is
 //! tested against, and the bridge from GGUF metadata to the tokenizer.
 
-mod activations;
+pub(crate) mod activations;
 pub mod bench;
 mod calibration;
 mod chunk_ramp;

@@ -66,9 +66,51 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub response_format: Option<ResponseFormat>,
+    /// Report each generated token's log-probability in `logprobs` of the result: the natural
+    /// log of its probability under the logits the sampler ranked at that step (penalised, the
+    /// ids a `responseFormat` disallows removed) at temperature 1. Fused and unfused
+    /// strategies (the default picks one). Default: false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub logprobs: Option<bool>,
+    /// With `logprobs`: how many of each step's most likely tokens to report with it (0–20).
+    /// Default: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub top_logprobs: Option<u32>,
     /// Sampling settings (temperature, topK, topP, minP, penalties, seed); greedy by default.
     #[serde(flatten)]
     pub sampling: SamplingOptions,
+}
+
+/// One alternative of a step (`TokenLogprob::topLogprobs`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct TopLogprob {
+    /// The token's text (lossy where its bytes are not whole UTF-8 characters).
+    pub token: String,
+    pub id: u32,
+    /// The token's bytes.
+    pub bytes: Vec<u8>,
+    /// Natural log of its probability.
+    pub logprob: f32,
+}
+
+/// A generated token's log-probability (`GenerateOptions::logprobs`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct TokenLogprob {
+    /// The token's text (lossy where its bytes are not whole UTF-8 characters).
+    pub token: String,
+    pub id: u32,
+    /// The token's bytes.
+    pub bytes: Vec<u8>,
+    /// Natural log of its probability.
+    pub logprob: f32,
+    /// The step's most likely tokens, best first (`topLogprobs` of them).
+    pub top_logprobs: Vec<TopLogprob>,
 }
 
 /// Measured times of one generation.
@@ -103,6 +145,10 @@ pub struct GenerateResult {
     /// Prompt tokens whose KV cache was kept from the previous generation (`reusePrefix`).
     pub reused_prompt_tokens: u32,
     pub timings: GenerateTimings,
+    /// One per generated token, with `logprobs` asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub logprobs: Option<Vec<TokenLogprob>>,
 }
 
 /// Gemma 3's chat template (Google's `tokenizer_config.json`, text parts only), used for gemma3
@@ -316,16 +362,27 @@ impl TextModel {
             }
             None => None,
         };
+        let logprobs = options
+            .logprobs
+            .unwrap_or(false)
+            .then(|| options.top_logprobs.unwrap_or(0));
+        if options.top_logprobs.is_some() && logprobs.is_none() {
+            return Err(FuselmError::InvalidArgument(
+                "topLogprobs needs logprobs: true".into(),
+            ));
+        }
         let request = GenerationRequest {
             prompt: &prompt_tokens,
             max_tokens,
-            strategy: options
-                .strategy
-                .unwrap_or_else(|| self.gpu.default_strategy_for(constraint.is_some())),
+            strategy: options.strategy.unwrap_or_else(|| {
+                self.gpu
+                    .default_strategy_with(constraint.is_some(), logprobs.is_some())
+            }),
             sampler: options.sampling.resolve(&stop_ids)?,
             chunk_tokens: options.chunk_tokens.unwrap_or(DEFAULT_CHUNK_TOKENS),
             reuse_prefix: options.reuse_prefix.unwrap_or(false),
             constraint: constraint.as_ref(),
+            logprobs,
         };
         let tokenizer = &self.tokenizer;
         let mut decoder = StreamDecoder::new(false);
@@ -368,6 +425,42 @@ impl TextModel {
                 on_token(&tail, None);
             }
         }
+        let logprobs = logprobs.map(|_| {
+            let piece = |id: u32| {
+                let bytes = tokenizer
+                    .token_to_piece(id, true)
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default();
+                (String::from_utf8_lossy(&bytes).into_owned(), bytes)
+            };
+            generation
+                .logprobs
+                .iter()
+                .zip(&generation.tokens)
+                .map(|(l, &id)| {
+                    let (token, bytes) = piece(id);
+                    TokenLogprob {
+                        token,
+                        id,
+                        bytes,
+                        logprob: l.logprob,
+                        top_logprobs: l
+                            .top
+                            .iter()
+                            .map(|&(id, logprob)| {
+                                let (token, bytes) = piece(id);
+                                TopLogprob {
+                                    token,
+                                    id,
+                                    bytes,
+                                    logprob,
+                                }
+                            })
+                            .collect(),
+                    }
+                })
+                .collect()
+        });
         let per_second = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
         let prefilled = prompt_tokens.len() - generation.reused_prompt_tokens as usize;
         Ok(GenerateResult {
@@ -386,6 +479,7 @@ impl TextModel {
             tokens: generation.tokens,
             stop_reason,
             reused_prompt_tokens: generation.reused_prompt_tokens,
+            logprobs,
         })
     }
 }

@@ -11,6 +11,7 @@
 //! rarely holds noticeable mass. The GPU sampler (shaders/sample_*.wgsl) performs the same f32
 //! operations in the same order as [`reference::sample`].
 
+pub mod logprobs;
 pub mod reference;
 pub mod rng;
 

@@ -32,7 +32,7 @@ fn masked(mask: Option<&[u32]>, id: u32) -> bool {
 }
 
 /// The value the sampler ranks: the penalised logit, or [`MASKED_LOGIT`] for a disallowed id.
-fn value(
+pub(crate) fn value_of(
     logit: f32,
     id: u32,
     counts: &HashMap<u32, u32>,
@@ -82,7 +82,7 @@ fn argmax(
     let mut best: Option<(f32, u32)> = None;
     for (i, &l) in logits.iter().enumerate() {
         let id = i as u32;
-        let v = value(l, id, counts, p, mask);
+        let v = value_of(l, id, counts, p, mask);
         if v.is_nan() {
             continue;
         }
@@ -122,7 +122,7 @@ pub fn candidates_masked(
         .enumerate()
         .map(|(i, &l)| {
             let id = i as u32;
-            (value(l, id, counts, p, mask) * p.inv_temperature, id)
+            (value_of(l, id, counts, p, mask) * p.inv_temperature, id)
         })
         .filter(|(v, _)| !v.is_nan())
         .collect();

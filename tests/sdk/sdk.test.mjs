@@ -308,9 +308,17 @@ test("structured output: responseFormat and response_format give valid JSON, the
     const required = await m.chat.completions.create({ messages, tools: callTools, tool_choice: "required", parallel_tool_calls: false, max_tokens: 56 });
     errors.push(await m.chat.completions.create({ messages, tools: callTools, tool_choice: { type: "function", function: { name: "nope" } } }).then(() => "resolved", kind));
     errors.push(await m.chat.completions.create({ messages, tools: [{ type: "function", function: { name: "bad name!" } }] }).then(() => "resolved", kind));
+    // Log-probabilities: the GPU kernels (fused, compiled by Tint here) against the CPU
+    // reference (unfused), and in a chat answer.
+    const lp = {};
+    for (const strategy of ["fused", "unfused"]) {
+      lp[strategy] = await m.generate("Hi", { maxTokens: 4, strategy, logprobs: true, topLogprobs: 3 }).result();
+    }
+    lp.chat = await m.chat.completions.create({ messages, max_tokens: 3, strategy: "fused", logprobs: true, top_logprobs: 2 });
+    errors.push(await m.generate("Hi", { logprobs: true, topLogprobs: 25 }).result().then(() => "resolved", kind));
     const after = (await m.generate("Hi", { maxTokens: 3 }).result()).tokens.length;
     await m.dispose();
-    return { fused, unfused, sampled, chat, object, regex, gbnf, badGrammar, errors, megakernel, after, required };
+    return { fused, unfused, sampled, chat, object, regex, gbnf, badGrammar, errors, megakernel, after, required, lp };
   }, { url: model, schema, add, echo });
   const ajv = new Ajv2020({ strict: true });
   addFormats(ajv);
@@ -339,6 +347,29 @@ test("structured output: responseFormat and response_format give valid JSON, the
   assert.match(out.errors[3], /^invalid-argument: response_format.json_schema/);
   assert.match(out.megakernel, /^invalid-argument: .*responseFormat: the megakernel strategy does not follow constraints/);
   assert.equal(out.after, 3, "the model still works");
+  // Log-probabilities: one per token, the same on both strategies within 1e-3, best first,
+  // greedy's choice the most likely.
+  assert.match(out.errors[6], /^invalid-argument: topLogprobs must be/);
+  assert.deepEqual(out.lp.fused.tokens, out.lp.unfused.tokens);
+  assert.equal(out.lp.fused.logprobs.length, out.lp.fused.tokens.length);
+  out.lp.fused.logprobs.forEach((a, i) => {
+    const b = out.lp.unfused.logprobs[i];
+    assert.equal(a.id, out.lp.fused.tokens[i]);
+    assert.ok(Math.abs(a.logprob - b.logprob) <= 1e-3 && a.logprob <= 0, `step ${i}: ${a.logprob} vs ${b.logprob}`);
+    assert.equal(a.topLogprobs.length, 3);
+    assert.equal(a.topLogprobs[0].id, a.id);
+    a.topLogprobs.forEach((t, j) => {
+      assert.ok(Math.abs(t.logprob - b.topLogprobs[j].logprob) <= 1e-3, `step ${i} top ${j}`);
+      if (j > 0) assert.ok(t.logprob <= a.topLogprobs[j - 1].logprob);
+    });
+  });
+  const content = out.lp.chat.choices[0].logprobs.content;
+  assert.equal(content.length, out.lp.chat.usage.completion_tokens);
+  for (const c of content) {
+    assert.equal(typeof c.token, "string");
+    assert.ok(Array.isArray(c.bytes) && c.logprob <= 0 && c.top_logprobs.length === 2, JSON.stringify(c));
+  }
+  assert.equal(out.chat.choices[0].logprobs, null, "not asked: null");
   // Tool calls: the arguments follow the function's parameters (ajv).
   const params = { add: ajv.compile(add.function.parameters), echo: ajv.compile(echo.function.parameters) };
   const checkCall = (c, where) => {

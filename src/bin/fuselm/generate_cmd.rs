@@ -90,6 +90,13 @@ pub struct GenerateArgs {
     /// may appear inside itself) unrolled (default 5; 3 for grammars).
     #[arg(long)]
     max_depth: Option<u32>,
+    /// Report each generated token's log-probability (in --json's `logprobs`; fused and
+    /// unfused strategies).
+    #[arg(long)]
+    logprobs: bool,
+    /// With --logprobs: the most likely alternatives per token to report (0-20).
+    #[arg(long, value_name = "N", requires = "logprobs")]
+    top_logprobs: Option<u32>,
     /// Print one JSON object (prompt ids, generated ids, text, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
@@ -169,12 +176,14 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
                 eprintln!("[calibration {}]", serde_json::to_string(&c)?);
             }
             let (s, why) = model.gpu().default_strategy();
-            let constrained = model.gpu().default_strategy_for(response_format.is_some());
+            let constrained = model
+                .gpu()
+                .default_strategy_with(response_format.is_some(), args.logprobs);
             if constrained == s {
                 eprintln!("[strategy {why}]");
             } else {
                 eprintln!(
-                    "[strategy {}: {} does not follow constraints]",
+                    "[strategy {}: {} does not follow constraints or report logprobs]",
                     constrained.name(),
                     s.name()
                 );
@@ -191,6 +200,8 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         stop: Some(args.stop),
         reuse_prefix: None,
         response_format,
+        logprobs: Some(args.logprobs),
+        top_logprobs: args.top_logprobs,
         sampling: SamplingOptions {
             temperature: args.temperature,
             top_k: args.top_k,
@@ -224,6 +235,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             "strategy": strategy.name(),
             "gridWorkgroups": model.gpu().strategy_workgroups(Strategy::MegakernelGrid),
             "timings": { "loadSeconds": load_seconds, "generate": result.timings },
+            "logprobs": result.logprobs,
         });
         out!("{}", serde_json::to_string_pretty(&out)?);
     } else {

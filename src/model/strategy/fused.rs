@@ -15,6 +15,7 @@ use crate::model::fused_step::{fused_shape, Fused as FusedKernels};
 use crate::model::generation::{Progress, Run, TokenGeneration};
 use crate::model::profile::{profile_step, StepProfile};
 use crate::model::shared::Shared;
+use crate::sampling::logprobs::{TokenLogprobs, LOGPROB_STRIDE};
 use std::collections::VecDeque;
 
 /// Steps of the first decode chunk; later ones grow while the GPU is the bound (`ChunkRamp`),
@@ -93,6 +94,11 @@ impl GenerationStrategy for Fused {
 
     /// The constraint's mask before the head, its state advanced by sample_choose.
     fn constraints(&self) -> bool {
+        true
+    }
+
+    /// Two kernels after each step's choice (`kernels::logprobs`).
+    fn logprobs(&self) -> bool {
         true
     }
 
@@ -203,11 +209,27 @@ async fn generate(
         }
         None => &fused.choice,
     };
+    // With log-probabilities: their kernels after the choice, their rows read with the tokens.
+    let with_logprobs;
+    let choice = match run.logprobs {
+        Some(top_n) => {
+            let kernels = fused.choice.logprob_kernels(&m.ctx).await?;
+            with_logprobs = LogprobGeneration {
+                ctx: &m.ctx,
+                choice: choice.with_logprobs(&m.ctx, kernels, top_n)?,
+            };
+            &with_logprobs.choice
+        }
+        None => choice,
+    };
+    let rows = choice.logprob_rows();
+    let stride = u64::from(LOGPROB_STRIDE) * 4;
     prog.out.submits += u64::from((last - run.start).div_ceil(m.acts.max_batch.max(1)));
     prog.out.dispatches += u64::from(m.prefill.dispatches()) * prog.out.submits;
     let ctx = &m.ctx;
-    // (the read, its tokens, whether it is a decode chunk rather than the prompt's pass)
-    let mut pending: VecDeque<(StagedRead, u32, bool)> = VecDeque::new();
+    // (the read, its tokens, whether it is a decode chunk rather than the prompt's pass, the
+    // read of their log-probability rows)
+    let mut pending: VecDeque<(StagedRead, u32, bool, Option<StagedRead>)> = VecDeque::new();
 
     // The last prompt batch and the first token: one pass.
     let mut enc = m.encoder();
@@ -224,7 +246,23 @@ async fn generate(
         u64::from(n) * 4,
         4,
     );
-    pending.push_back((read.submitted(ctx.queue.submit([enc.finish()])), 1, false));
+    let lp_read = rows.map(|r| {
+        StagedRead::copy_pooled(
+            &ctx.device,
+            &m.staging,
+            &mut enc,
+            r,
+            u64::from(n) * stride,
+            stride,
+        )
+    });
+    let submitted = ctx.queue.submit([enc.finish()]);
+    pending.push_back((
+        read.submitted(submitted.clone()),
+        1,
+        false,
+        lp_read.map(|r| r.submitted(submitted)),
+    ));
     prog.out.submits += 1;
     prog.out.dispatches += u64::from(m.prefill.dispatches() - 2 + choice.dispatches(sampling));
     // Tokens whose steps are recorded.
@@ -236,7 +274,7 @@ async fn generate(
     let mut ramp = ChunkRamp::new(FIRST_CHUNK, run.chunk_tokens);
     let head_dispatches = u64::from(choice.dispatches(sampling));
 
-    while let Some((read, count, decode)) = pending.pop_front() {
+    while let Some((read, count, decode, lp_read)) = pending.pop_front() {
         // Keep the GPU busy: queue the next chunk before waiting for this one.
         while pending.is_empty() && recorded < run.max_tokens {
             let steps = ramp.next_steps().min(run.max_tokens - recorded);
@@ -263,10 +301,22 @@ async fn generate(
                 u64::from(n + recorded) * 4,
                 u64::from(steps) * 4,
             );
+            let lp_read = rows.map(|r| {
+                StagedRead::copy_pooled(
+                    &ctx.device,
+                    &m.staging,
+                    &mut enc,
+                    r,
+                    u64::from(n + recorded) * stride,
+                    u64::from(steps) * stride,
+                )
+            });
+            let submitted = ctx.queue.submit([enc.finish()]);
             pending.push_back((
-                read.submitted(ctx.queue.submit([enc.finish()])),
+                read.submitted(submitted.clone()),
                 steps,
                 true,
+                lp_read.map(|r| r.submitted(submitted)),
             ));
             let record = now_seconds() - record_start;
             ramp.recorded(steps, record);
@@ -280,13 +330,32 @@ async fn generate(
         if decode {
             ramp.waited(count, now_seconds() - wait_start);
         }
+        let lp_rows: Vec<u32> = match lp_read {
+            Some(r) => bytemuck::pod_collect_to_vec(&r.read(&ctx.device).await?),
+            None => Vec::new(),
+        };
+        let mut lp_rows = lp_rows.chunks_exact(LOGPROB_STRIDE as usize);
         for &id in ids.iter().take(count as usize) {
-            if !prog.accept(id, p, run.max_tokens, on_token) {
+            let logprob = lp_rows.next().map(TokenLogprobs::from_row);
+            if !prog.accept_with(id, logprob, p, run.max_tokens, on_token) {
                 return prog.finish();
             }
         }
     }
     prog.finish()
+}
+
+/// A choice with log-probabilities bound for one generation: its kernels' buffers go when the
+/// generation ends.
+struct LogprobGeneration<'a> {
+    ctx: &'a crate::gpu::GpuContext,
+    choice: crate::model::fused_step::Choice,
+}
+
+impl Drop for LogprobGeneration<'_> {
+    fn drop(&mut self) {
+        self.choice.release_logprobs(self.ctx);
+    }
 }
 
 /// A constrained choice bound for one generation: its buffers go when the generation ends

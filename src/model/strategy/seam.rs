@@ -92,6 +92,11 @@ pub(crate) trait GenerationStrategy {
         false
     }
 
+    /// Whether it reports log-probabilities (`Run::logprobs`).
+    fn logprobs(&self) -> bool {
+        false
+    }
+
     /// Runs `run` (the prompt's KV rows before `run.start` are in its cache), handing each
     /// token to `on_token` as it reaches the host.
     fn generate<'a>(

@@ -13,7 +13,7 @@ use crate::kernels::DecodeState;
 use crate::model::generation::{Progress, Run, TokenGeneration};
 use crate::model::shared::Shared;
 use crate::model::step::{Step, StepKind};
-use crate::sampling::{reference, NONFINITE_ID};
+use crate::sampling::{logprobs, reference, NONFINITE_ID};
 
 pub(crate) struct Unfused {
     /// The per-operation decode step (one token), bound to the shared activations.
@@ -57,6 +57,11 @@ impl GenerationStrategy for Unfused {
 
     /// The constraint's mask applied on the host, with the CPU reference sampler.
     fn constraints(&self) -> bool {
+        true
+    }
+
+    /// From the logits it reads back, with the CPU reference (`sampling::logprobs`).
+    fn logprobs(&self) -> bool {
         true
     }
 
@@ -154,7 +159,11 @@ impl Unfused {
                 NONFINITE_ID
             };
             sequence.push(id);
-            if !prog.accept(id, p, run.max_tokens, on_token) {
+            let logprob = run
+                .logprobs
+                .filter(|_| id != NONFINITE_ID)
+                .map(|top_n| logprobs::reference(&logits, &counts, p, mask, id, top_n));
+            if !prog.accept_with(id, logprob, p, run.max_tokens, on_token) {
                 break;
             }
         }
