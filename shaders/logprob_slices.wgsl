@@ -4,8 +4,10 @@
 // The logits are the ones the sampler ranks (head_logits.wgsl: penalised, and MASKED_LOGIT
 // where a constraint disallows the id), at temperature 1. One workgroup per slice: load, sort
 // the 8 blocks of 128 (sample_topk.wgsl), merge to the slice's best 128, write the first
-// TOP_MAX; then S from the same logits (a masked logit adds exp(-f32::MAX - m) = 0). NaN
-// logits never become candidates and add nothing (the step fails as `numerical` anyway).
+// TOP_MAX; then S from the same logits (a masked logit adds exp(-f32::MAX - m) = 0 beside an
+// allowed one; a slice with no allowed id has m near -f32::MAX, and logprob_choose weighs it by
+// exp(m - M) = 0). Non-finite logits never become candidates and add nothing (the step fails
+// as `numerical` anyway).
 // logprob_choose.wgsl merges the slices. Skipped when state.done is set.
 
 struct Params {
@@ -38,7 +40,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         var kid = NONE;
         if id < p.n_vocab {
             let v = logits[id];
-            if v == v {
+            if !non_finite(v) {
                 z = v;
                 kid = id;
             }
@@ -58,7 +60,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let id = wg.x * KEYS + i;
         if id < p.n_vocab {
             let v = logits[id];
-            if v == v {
+            if !non_finite(v) {
                 s += exp(v - m);
             }
         }

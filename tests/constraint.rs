@@ -597,7 +597,7 @@ fn gpu_logprobs_equal_the_cpu_reference() {
             (with(Strategy::Fused, Some(true), Some(21)), "topLogprobs"),
             (
                 with(Strategy::Fused, None, Some(3)),
-                "topLogprobs needs logprobs",
+                "needs logprobs: true",
             ),
         ] {
             let e = model

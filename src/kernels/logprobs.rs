@@ -114,30 +114,40 @@ impl LogprobKernels {
             "logprob rows",
             u64::from(n_ctx) * u64::from(LOGPROB_STRIDE) * 4,
         );
-        let slices = SampleCall::new(
-            self.slices.bind(
-                ctx,
-                &SliceParams {
-                    n_vocab,
-                    _pad: [0; 3],
-                },
-                &[state, logits, &lists, &ms],
-            )?,
-            [n_lists, 1, 1],
+        let slices = self.slices.bind(
+            ctx,
+            &SliceParams {
+                n_vocab,
+                _pad: [0; 3],
+            },
+            &[state, logits, &lists, &ms],
         );
-        let choose = SampleCall::new(
-            self.choose.bind(
-                ctx,
-                &ChooseParams {
-                    n_lists,
-                    top_n,
-                    n_ctx,
-                    _pad: 0,
-                },
-                &[state, logits, &lists, &ms, tokens, &rows],
-            )?,
-            [1, 1, 1],
+        let choose = self.choose.bind(
+            ctx,
+            &ChooseParams {
+                n_lists,
+                top_n,
+                n_ctx,
+                _pad: 0,
+            },
+            &[state, logits, &lists, &ms, tokens, &rows],
         );
+        let (slices, choose) = match (slices, choose) {
+            (Ok(a), Ok(b)) => (
+                SampleCall::new(a, [n_lists, 1, 1]),
+                SampleCall::new(b, [1, 1, 1]),
+            ),
+            (a, b) => {
+                // Nothing made here outlives a failed bind.
+                for bound in [&a, &b].into_iter().flatten() {
+                    bound.release(ctx);
+                }
+                for buffer in [&lists, &ms, &rows] {
+                    ctx.release(buffer);
+                }
+                return Err(a.err().or(b.err()).expect("one bind failed"));
+            }
+        };
         Ok(LogprobCalls {
             slices,
             choose,

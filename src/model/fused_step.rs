@@ -334,6 +334,13 @@ impl Choice {
                 record: Box::new(move |p| self.choose.record(p)),
             },
         ]);
+        if let Some(l) = &self.logprobs {
+            roles.push(RoleCall {
+                role: "logprobs",
+                bytes: 0,
+                record: Box::new(move |p| l.record(p)),
+            });
+        }
         roles
     }
 

@@ -54,8 +54,9 @@ pub struct TokenGeneration {
     /// the first token). When it nears `decode_seconds`, decode is bound by the host's
     /// command recording, not by the GPU.
     pub record_seconds: f64,
-    /// With `logprobs` asked: one entry per token handed to `on_token` (so at least one per
-    /// id in `tokens`), in order.
+    /// With `logprobs` asked: one entry per id handed to `on_token`, in order: one per id in
+    /// `tokens`, and one more when `on_token` refused the last id (an abort or a stop sequence,
+    /// whose caller may keep that id; `TextModel` keeps one entry per id it reports).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logprobs: Vec<TokenLogprobs>,
 }

@@ -388,6 +388,20 @@ impl GpuModel {
         } else {
             0
         };
+        if let Some(n) = req.logprobs {
+            if n > TOP_LOGPROBS_MAX {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "topLogprobs (top_logprobs) must be at most {TOP_LOGPROBS_MAX}, got {n}"
+                )));
+            }
+            if !self.strategies.get(req.strategy).logprobs() {
+                return Err(FuselmError::InvalidArgument(format!(
+                    "logprobs: the {} strategy does not report log-probabilities; use fused \
+                     or unfused",
+                    req.strategy.name()
+                )));
+            }
+        }
         let mut sampler = req.sampler;
         if let Some(c) = req.constraint {
             if !self.strategies.get(req.strategy).constraints() {
@@ -413,20 +427,6 @@ impl GpuModel {
                 }
             }
             sampler.constrained = 1;
-        }
-        if let Some(n) = req.logprobs {
-            if n > TOP_LOGPROBS_MAX {
-                return Err(FuselmError::InvalidArgument(format!(
-                    "topLogprobs must be at most {TOP_LOGPROBS_MAX}, got {n}"
-                )));
-            }
-            if !self.strategies.get(req.strategy).logprobs() {
-                return Err(FuselmError::InvalidArgument(format!(
-                    "logprobs: the {} strategy does not report log-probabilities; use fused \
-                     or unfused",
-                    req.strategy.name()
-                )));
-            }
         }
         let constraint = match (&self.constraint, req.constraint) {
             (Some((c, table)), Some(_)) => Some(RunConstraint {

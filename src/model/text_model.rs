@@ -354,6 +354,16 @@ impl TextModel {
             .max_tokens
             .unwrap_or_else(|| DEFAULT_MAX_TOKENS.min(room));
         let stop_ids = self.stop_ids();
+        // Checked before the response format compiles.
+        let logprobs = options
+            .logprobs
+            .unwrap_or(false)
+            .then(|| options.top_logprobs.unwrap_or(0));
+        if options.top_logprobs.is_some() && logprobs.is_none() {
+            return Err(FuselmError::InvalidArgument(
+                "topLogprobs (top_logprobs) needs logprobs: true".into(),
+            ));
+        }
         let constraint = match &options.response_format {
             Some(format) => {
                 let tokenizer = &self.tokenizer;
@@ -362,15 +372,6 @@ impl TextModel {
             }
             None => None,
         };
-        let logprobs = options
-            .logprobs
-            .unwrap_or(false)
-            .then(|| options.top_logprobs.unwrap_or(0));
-        if options.top_logprobs.is_some() && logprobs.is_none() {
-            return Err(FuselmError::InvalidArgument(
-                "topLogprobs needs logprobs: true".into(),
-            ));
-        }
         let request = GenerationRequest {
             prompt: &prompt_tokens,
             max_tokens,

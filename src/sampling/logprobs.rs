@@ -7,13 +7,16 @@
 //! and the top-k/top-p/min-p cuts). The top list holds the most likely allowed ids, best first
 //! (ties: lower id first).
 
-use super::reference::{value_of, MASKED_LOGIT};
+use super::reference::{order_key, value_of, MASKED_LOGIT};
 use super::SamplerParams;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// The most alternatives a step reports (`top_logprobs`, as OpenAI's API allows).
 pub const TOP_LOGPROBS_MAX: u32 = 20;
+
+// logprob_choose.wgsl packs whole lists of TOP_LOGPROBS_MAX into blocks of MAX_CANDIDATES.
+const _: () = assert!(TOP_LOGPROBS_MAX <= super::MAX_CANDIDATES);
 
 /// u32 words per position in the GPU's log-probability rows: the token's logprob (f32 bits),
 /// the count n, then n (id, logprob bits) pairs.
@@ -62,19 +65,32 @@ pub fn reference(
     let l: f64 = finite.map(|v| (f64::from(v) - m).exp()).sum();
     let norm = m + l.ln();
     let lp = |v: f32| (f64::from(v) - norm) as f32;
-    let mut order: Vec<(f32, u32)> = values
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| !v.is_nan() && **v != MASKED_LOGIT)
-        .map(|(i, &v)| (v, i as u32))
-        .collect();
-    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let n = top_n.min(TOP_LOGPROBS_MAX) as usize;
+    // The GPU's order (`order_key`: z descending, then id; -0.0 and 0.0 tie), selecting the
+    // best n before sorting only those.
+    let mut order: Vec<u64> = if n == 0 {
+        Vec::new()
+    } else {
+        values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_nan() && **v != MASKED_LOGIT)
+            .map(|(i, &v)| order_key(v, i as u32))
+            .collect()
+    };
+    if order.len() > n {
+        order.select_nth_unstable(n);
+        order.truncate(n);
+    }
+    order.sort_unstable();
     TokenLogprobs {
         logprob: lp(values[id as usize]),
         top: order
             .iter()
-            .take(top_n.min(TOP_LOGPROBS_MAX) as usize)
-            .map(|&(v, i)| (i, lp(v)))
+            .map(|&k| {
+                let i = k as u32;
+                (i, lp(values[i as usize]))
+            })
             .collect(),
     }
 }

@@ -60,7 +60,7 @@ pub fn window_counts(sequence: &[u32], position: usize, last_n: u32) -> HashMap<
 /// The candidate order as an integer sort key: ascending keys are z descending, then id
 /// ascending (`better` in shaders/sampler_params.wgsl). The comparison is IEEE's: -0.0 and
 /// 0.0 tie (and go by id). z is never NaN here.
-fn order_key(z: f32, id: u32) -> u64 {
+pub(crate) fn order_key(z: f32, id: u32) -> u64 {
     // -0.0 + 0.0 = +0.0; then the bits, flipped for negatives, increase with z.
     let bits = (z + 0.0).to_bits();
     let ascending = if bits >> 31 == 1 {

@@ -190,6 +190,12 @@ async fn generate(
     let n = run.prompt.len() as u32;
     let mut prog = Progress::of(run);
     m.write_sampler(p, run.prompt);
+    // Compiled (on a model's first generation with them) before the prompt runs, so an error
+    // costs no prefill.
+    let logprob_kernels = match run.logprobs {
+        Some(_) => Some(fused.choice.logprob_kernels(&m.ctx).await?),
+        None => None,
+    };
     let Some(last) = m
         .prefill_all_but_last(run.prompt, run.start, run.keep_going)
         .await?
@@ -211,16 +217,15 @@ async fn generate(
     };
     // With log-probabilities: their kernels after the choice, their rows read with the tokens.
     let with_logprobs;
-    let choice = match run.logprobs {
-        Some(top_n) => {
-            let kernels = fused.choice.logprob_kernels(&m.ctx).await?;
+    let choice = match (run.logprobs, logprob_kernels) {
+        (Some(top_n), Some(kernels)) => {
             with_logprobs = LogprobGeneration {
                 ctx: &m.ctx,
                 choice: choice.with_logprobs(&m.ctx, kernels, top_n)?,
             };
             &with_logprobs.choice
         }
-        None => choice,
+        _ => choice,
     };
     let rows = choice.logprob_rows();
     let stride = u64::from(LOGPROB_STRIDE) * 4;
