@@ -39,6 +39,10 @@ export interface ModelBody {
   /** The size in bytes, when known (from the cache, or a content-length without a content-encoding). */
   totalBytes: number | undefined;
   fromCache: boolean;
+  /** Why the bytes are not being kept in the chosen cache, once that is known: the store is
+   * unavailable here, or writing to it failed (e.g. the storage quota ran out). The load goes
+   * on from the network either way; undefined while caching works (and with mode "none"). */
+  cacheError?: () => FuselmError | undefined;
   /** Drops this URL's cache entry (the loader calls it when cached bytes fail to parse). Never
    * rejects; a no-op with mode "none" or where the store is unavailable. */
   invalidate(): Promise<void>;
@@ -401,6 +405,7 @@ function storingStream(
   url: string,
   sinkPromise: Promise<EntrySink | null>,
   isInvalidated: () => boolean,
+  cacheFailed: (e: unknown) => void,
   signal?: AbortSignal,
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
@@ -453,11 +458,15 @@ function storingStream(
           const s = sink;
           sink = null;
           if (s) {
-            try {
-              if (isInvalidated()) throw new Error("invalidated");
-              await s.commit({ version: 1, url, length, checksum: crc });
-            } catch (e) {
-              await s.abort(e).catch(() => {});
+            if (isInvalidated()) {
+              await s.abort(new Error("invalidated")).catch(() => {});
+            } else {
+              try {
+                await s.commit({ version: 1, url, length, checksum: crc });
+              } catch (e) {
+                cacheFailed(e);
+                await s.abort(e).catch(() => {});
+              }
             }
           }
           if (done) return; // aborted while the metadata was written
@@ -473,8 +482,14 @@ function storingStream(
           const s = sink;
           try {
             await s.ready();
-            if (sink === s) s.write(bytes.slice()).catch((e: unknown) => dropSink(e));
+            if (sink === s) {
+              s.write(bytes.slice()).catch((e: unknown) => {
+                if (sink === s) cacheFailed(e);
+                dropSink(e);
+              });
+            }
           } catch (e) {
+            if (sink === s) cacheFailed(e);
             dropSink(e);
           }
         }
@@ -502,9 +517,10 @@ function storingStream(
  *
  * Where the chosen store is unavailable — Cache Storage or OPFS missing (Node, an insecure
  * http:// page, older browsers without `createWritable()`) or refusing access (private windows,
- * storage disabled) — the body comes from the network with no error and nothing is cached. A
- * cache that fails while writing (quota exceeded) likewise only stops caching; a cached entry
- * that cannot be read is ignored and downloaded again.
+ * storage disabled) — the body comes from the network and nothing is cached. A cache that
+ * fails while writing (quota exceeded) likewise only stops caching. Either way the load does
+ * not fail: `cacheError()` then returns a `FuselmError` of kind "cache" saying why. A cached
+ * entry that cannot be read is ignored and downloaded again.
  *
  * Rejects (and the network stream errors) with `FuselmError` kind "network" for a failed
  * request, a non-2xx status (in the message) or a broken connection, and kind "aborted" when
@@ -514,6 +530,19 @@ export async function openModelBody(request: Request, mode: CacheMode, signal?: 
   if (signal?.aborted) throw abortedError(signal.reason);
   // Only a GET names the bytes at a URL (Cache Storage refuses to store anything else).
   const store = mode === "none" || request.method !== "GET" ? null : await openStore(mode);
+  let cacheError: FuselmError | undefined;
+  const cacheFailed = (e: unknown) => {
+    if (cacheError || signal?.aborted) return;
+    const why = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    cacheError = new FuselmError(
+      "cache",
+      `${url} is not kept in the cache ("${mode}"): ${why}. The model loads from the network; the next load downloads it again`,
+      { cause: e },
+    );
+  };
+  if (mode !== "none" && request.method === "GET" && !store) {
+    cacheFailed(new Error(mode === "opfs" ? "the origin private file system is not available here" : "Cache Storage is not available here"));
+  }
   let invalidated = false;
   const invalidate = async () => {
     invalidated = true;
@@ -554,8 +583,20 @@ export async function openModelBody(request: Request, mode: CacheMode, signal?: 
 
   // The cache write starts now (its old metadata is removed first); the stream waits for it on
   // its first pull. A sink that cannot start means no caching, not an error.
-  const sink = store && !invalidated ? store.begin(url).catch(() => null) : Promise.resolve(null);
-  return { stream: storingStream(body, url, sink, () => invalidated, signal), totalBytes, fromCache: false, invalidate };
+  const sink =
+    store && !invalidated
+      ? store.begin(url).catch((e: unknown) => {
+          cacheFailed(e);
+          return null;
+        })
+      : Promise.resolve(null);
+  return {
+    stream: storingStream(body, url, sink, () => invalidated, cacheFailed, signal),
+    totalBytes,
+    fromCache: false,
+    cacheError: () => cacheError,
+    invalidate,
+  };
 }
 
 /** Removes the cached copy of `url` (resolved against the page's address) from the given store,

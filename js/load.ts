@@ -33,6 +33,10 @@ export interface LoadProgress {
   totalBytes: number | undefined;
   /** The bytes come from the cache (`cache` option) rather than the network. */
   fromCache: boolean;
+  /** With a `cache` option: why the download is not being kept (kind "cache": the storage
+   * quota ran out, or the store is not available here), in every report once it is known. The
+   * load goes on; the next load of the URL downloads it again. */
+  cacheError?: FuselmError;
 }
 
 export interface LoadModelOptions extends LoadOptions {
@@ -82,6 +86,7 @@ interface Body {
   stream: ReadableStream<Uint8Array>;
   totalBytes: number | undefined;
   fromCache: boolean;
+  cacheError?: () => FuselmError | undefined;
   invalidate(): Promise<void>;
 }
 
@@ -140,8 +145,10 @@ async function loadBody(body: Body, options: LoadModelOptions): Promise<wasm.Mod
   const loader = await wasm.createModelLoader(load, body.totalBytes);
   const reader = body.stream.getReader();
   let totalBytes = body.totalBytes;
-  const report = (phase: LoadPhase, loadedBytes: number) =>
-    onProgress?.({ phase, loadedBytes, totalBytes, fromCache: body.fromCache });
+  const report = (phase: LoadPhase, loadedBytes: number) => {
+    const cacheError = body.cacheError?.();
+    onProgress?.({ phase, loadedBytes, totalBytes, fromCache: body.fromCache, ...(cacheError ? { cacheError } : {}) });
+  };
   let finished = false;
   try {
     let headerReady = false;

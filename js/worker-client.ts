@@ -69,9 +69,11 @@ class WorkerClient {
     const p = this.#pending.get(reply.id);
     if (p === undefined) return;
     switch (reply.event) {
-      case "progress":
-        p.onProgress?.(reply.progress);
+      case "progress": {
+        const { cacheError, ...rest } = reply.progress;
+        p.onProgress?.(cacheError ? { ...rest, cacheError: fromWire(cacheError) } : rest);
         break;
+      }
       case "chunk":
         p.onChunk?.(reply.text, reply.tokenIds);
         break;

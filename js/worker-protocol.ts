@@ -40,10 +40,14 @@ export interface WireError {
 }
 
 export type Reply =
-  | { id: number; event: "progress"; progress: LoadProgress }
+  | { id: number; event: "progress"; progress: WireProgress }
   | { id: number; event: "chunk"; text: string; tokenIds: number[] }
   | { id: number; event: "done"; value: ModelInfo | GenerateResult | number[] | string | { calibration: Calibration; info: ModelInfo } | null }
   | { id: number; event: "error"; error: WireError };
+
+/** A `LoadProgress` as posted: its `cacheError` as a `WireError` (an Error loses its kind in a
+ * structured clone). */
+export type WireProgress = Omit<LoadProgress, "cacheError"> & { cacheError?: WireError };
 
 export function toWire(e: FuselmError): WireError {
   return { kind: e.kind, message: e.message, limit: e.limit, needed: e.needed, available: e.available };

@@ -45,7 +45,8 @@ async function handle(req: Exclude<Request, { op: "abort" }>, signal: AbortSigna
       model = await loadLocal(source(req.source), {
         ...req.options,
         signal,
-        onProgress: (progress) => post({ id, event: "progress", progress }),
+        onProgress: ({ cacheError, ...progress }) =>
+          post({ id, event: "progress", progress: cacheError ? { ...progress, cacheError: toWire(cacheError) } : progress }),
       });
       return { id, event: "done", value: model.info };
     }

@@ -107,6 +107,9 @@ pub enum ErrorKind {
     DeviceLost,
     /// Fetching the model failed (raised by the TypeScript loader; listed here so the kind is one type).
     Network,
+    /// The downloaded model could not be kept in the browser's cache (quota exceeded, storage
+    /// unavailable); the load itself goes on (reported by the TypeScript loader in its progress).
+    Cache,
 }
 
 impl ErrorKind {
@@ -128,6 +131,7 @@ impl ErrorKind {
             ErrorKind::UnsupportedQuant => "unsupported-quant",
             ErrorKind::DeviceLost => "device-lost",
             ErrorKind::Network => "network",
+            ErrorKind::Cache => "cache",
         }
     }
 }

@@ -294,6 +294,57 @@ test("loadModel(): the second load comes from the cache with the same tokens; a 
   assert.equal((await call("entry", url, "opfs")).meta?.checksum, model.crc32, "the download stored a good entry");
 });
 
+test("a full store (QuotaExceededError) stops only the caching: the model loads with a cache error in its progress, and the next load downloads it", async () => {
+  for (const mode of modes) {
+    const url = modelUrl(`quota-${mode}`);
+    const out = await page.evaluate(
+      async ({ url, mode }) => {
+        const { loadModel } = await import("/dist/index.js");
+        const quota = () => new DOMException("the origin's storage quota is used up", "QuotaExceededError");
+        // The stores fail as Chromium's do when the quota runs out: Cache Storage consumes the
+        // body and rejects the put; an OPFS writable stream rejects its writes.
+        const put = Cache.prototype.put;
+        const createWritable = FileSystemFileHandle.prototype.createWritable;
+        Cache.prototype.put = async function (request, response) {
+          if (String(request.url ?? request).includes("quota-") && !String(request.url ?? request).includes("fuselm-meta.invalid")) {
+            await response.body?.cancel(quota());
+            throw quota();
+          }
+          return put.call(this, request, response);
+        };
+        FileSystemFileHandle.prototype.createWritable = async function () {
+          return new WritableStream({ write: () => Promise.reject(quota()) });
+        };
+        try {
+          const progress = [];
+          const model = await loadModel(url, { cache: mode, nCtx: 64, onProgress: (p) => progress.push(p) });
+          try {
+            const { tokens } = await model.generate("Hello", { maxTokens: 3 }).result();
+            const errors = progress.filter((p) => p.cacheError).map((p) => ({ kind: p.cacheError.kind, message: p.cacheError.message, typed: p.cacheError.name }));
+            return { tokens, errors, reports: progress.length, last: progress.at(-1).phase };
+          } finally {
+            await model.dispose();
+          }
+        } finally {
+          Cache.prototype.put = put;
+          FileSystemFileHandle.prototype.createWritable = createWritable;
+        }
+      },
+      { url, mode },
+    );
+    assert.equal(out.tokens.length, 3, `${mode}: the model loaded and generated`);
+    assert.ok(out.errors.length > 0, `${mode}: a cache error was reported`);
+    assert.equal(out.errors.at(-1).kind, "cache");
+    assert.equal(out.errors.at(-1).typed, "FuselmError");
+    assert.match(out.errors.at(-1).message, /QuotaExceededError/);
+    assert.equal(out.last, "compile", `${mode}: the last report (compile) carries it too`);
+    assert.equal((await call("entry", url, mode)).meta, null, `${mode}: no complete entry`);
+    const again = await call("read", url, mode);
+    assert.equal(again.fromCache, false, `${mode}: the next load downloads`);
+    assert.equal(count(url), 2);
+  }
+});
+
 test("the real model: CRC-32 throughput and cache read times", { skip: !existsSync(`${root}${realModel}`) && `${realModel} is missing (scripts/fetch-model)` }, async (t) => {
   const url = `/${realModel}`;
   const size = statSync(`${root}${realModel}`).size;

@@ -37,6 +37,8 @@ import {
   type GenerationChunk,
   type GenerateResult,
   type GenerateTimings,
+  type TokenLogprob,
+  type TopLogprob,
   type StopReason,
   type TokenizeOptions,
   type Chat,
@@ -53,6 +55,8 @@ import {
   type ChatToolCall,
   type ChatToolCallDelta,
   type ChatToolChoice,
+  type ChatTokenLogprob,
+  type ChatLogprobs,
   type FinishReason,
   type AdapterReport,
   type ProbeOptions,
@@ -111,6 +115,7 @@ function describeKind(kind: ErrorKind): string {
     case "aborted": return "stopped by the caller";
     case "busy": return "already generating";
     case "network": return "download failed";
+    case "cache": return "the download could not be cached";
     case "invalid-argument": return "bad argument";
     default: {
       const unreachable: never = kind; // ErrorKind must stay a closed union
@@ -211,6 +216,8 @@ export async function load(file: File, bytes: Uint8Array<ArrayBuffer>, stream: R
     const total: number = p.totalBytes;
     const percent = p.totalBytes === undefined ? "" : ` ${Math.round((100 * p.loadedBytes) / p.totalBytes)}%`;
     console.log(`${phases[p.phase]}${percent}${p.fromCache ? " (cached)" : ""}`, total);
+    // A cache that could not keep the file is reported, never thrown.
+    if (p.cacheError) console.warn(p.cacheError.kind === "cache" ? p.cacheError.message : "unexpected");
   };
   // @ts-expect-error a closed union
   const badPhase: LoadPhase = "verify";
@@ -529,4 +536,18 @@ export async function simulate(): Promise<EvolutionResult> {
   await sim.evolve(params, { sigma: 0.1 });
   console.log(badPolicy, badEnv, noWgsl);
   return evolved;
+}
+
+/** Log-probabilities: typed per token, in `generate` and in OpenAI's chat shape. */
+export async function logprobs(model: Model): Promise<number> {
+  const r: GenerateResult = await model.generate("Hi", { maxTokens: 2, logprobs: true, topLogprobs: 3 }).result();
+  const entries: TokenLogprob[] = r.logprobs ?? [];
+  const alternatives: TopLogprob[] = entries.flatMap((t) => t.topLogprobs);
+  // @ts-expect-error logprobs is absent unless asked
+  const always: TokenLogprob[] = r.logprobs;
+  const c: ChatCompletion = await model.chat.completions.create({ messages: [{ role: "user", content: "Hi" }], logprobs: true, top_logprobs: 2 });
+  const lp: ChatLogprobs = c.choices[0].logprobs;
+  const content: ChatTokenLogprob[] = lp?.content ?? [];
+  console.log(always, alternatives.map((a) => a.bytes.length));
+  return entries.reduce((sum, t) => sum + t.logprob, 0) + content.reduce((sum, t) => sum + Math.exp(t.logprob), 0);
 }
