@@ -595,10 +595,7 @@ fn gpu_logprobs_equal_the_cpu_reference() {
                 "does not report",
             ),
             (with(Strategy::Fused, Some(true), Some(21)), "topLogprobs"),
-            (
-                with(Strategy::Fused, None, Some(3)),
-                "needs logprobs: true",
-            ),
+            (with(Strategy::Fused, None, Some(3)), "needs logprobs: true"),
         ] {
             let e = model
                 .generate(Prompt::Text("Hi"), &o, &mut |_, _| true)
