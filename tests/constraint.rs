@@ -311,7 +311,7 @@ fn fused_and_unfused_generate_the_same_valid_output() {
             },
         ];
         for format in &formats {
-            for sampling in [SamplingOptions::default(), seeded(3), seeded(11)] {
+            for sampling in [SamplingOptions::default(), seeded(3)] {
                 let mut outs = Vec::new();
                 for strategy in [Strategy::Fused, Strategy::Unfused] {
                     let r = model
@@ -349,31 +349,33 @@ fn the_schema_corpus_gives_valid_json() {
             .collect();
         files.sort();
         assert!(files.len() >= 60, "{} schemas", files.len());
-        let mut complete = 0;
-        for path in &files {
+        // Every schema compiles and gives a valid first token; every third one (20) is
+        // generated out, greedy (seeded sampling under constraints:
+        // fused_and_unfused_generate_the_same_valid_output). The whole corpus, generated out,
+        // took 208-257 s of CI here; real models on it, greedy and sampled, every output checked
+        // by ajv: `fuselm constraint-bench`, bench/README.md.
+        let (mut generated, mut complete) = (0, 0);
+        for (i, path) in files.iter().enumerate() {
             let schema_value: Value =
                 serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
             let format = schema(schema_value);
-            // Greedy (seeded sampling under constraints: fused_and_unfused_generate_the_same_valid_output).
-            for sampling in [SamplingOptions::default()] {
-                let mut o = options(&format, Strategy::Fused, sampling);
-                o.max_tokens = Some(200);
-                let r = model
-                    .generate(Prompt::Text("{"), &o, &mut |_, _| true)
-                    .await
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                let done = r.stop_reason == StopReason::EndOfGeneration;
-                complete += usize::from(done);
-                check_valid(&format, &r.text, done);
-            }
+            let mut o = options(&format, Strategy::Fused, SamplingOptions::default());
+            let whole = i % 3 == 0;
+            o.max_tokens = Some(if whole { 200 } else { 1 });
+            let r = model
+                .generate(Prompt::Text("{"), &o, &mut |_, _| true)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let done = r.stop_reason == StopReason::EndOfGeneration;
+            generated += usize::from(whole);
+            complete += usize::from(whole && done);
+            check_valid(&format, &r.text, done);
         }
         // Most generations finish within the budget (a random model rambles in strings up to
-        // their maxLength; 35 of the 60 finished at 2ebc908). Real models on the corpus, greedy
-        // and sampled, every output checked by ajv: `fuselm constraint-bench`, bench/README.md.
+        // their maxLength; 35 of the 60 finished at 2ebc908).
         assert!(
-            complete * 2 >= files.len(),
-            "{complete} of {} complete",
-            files.len()
+            complete * 2 >= generated,
+            "{complete} of {generated} complete"
         );
     });
 }
