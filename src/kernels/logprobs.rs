@@ -114,15 +114,23 @@ impl LogprobKernels {
             "logprob rows",
             u64::from(n_ctx) * u64::from(LOGPROB_STRIDE) * 4,
         );
-        let slices = self.slices.bind(
+        // Nothing made here outlives a failed bind.
+        let release = |made: &[&wgpu::Buffer]| made.iter().for_each(|b| ctx.release(b));
+        let slices = match self.slices.bind(
             ctx,
             &SliceParams {
                 n_vocab,
                 _pad: [0; 3],
             },
             &[state, logits, &lists, &ms],
-        );
-        let choose = self.choose.bind(
+        ) {
+            Ok(bound) => SampleCall::new(bound, [n_lists, 1, 1]),
+            Err(e) => {
+                release(&[&lists, &ms, &rows]);
+                return Err(e);
+            }
+        };
+        let choose = match self.choose.bind(
             ctx,
             &ChooseParams {
                 n_lists,
@@ -131,21 +139,12 @@ impl LogprobKernels {
                 _pad: 0,
             },
             &[state, logits, &lists, &ms, tokens, &rows],
-        );
-        let (slices, choose) = match (slices, choose) {
-            (Ok(a), Ok(b)) => (
-                SampleCall::new(a, [n_lists, 1, 1]),
-                SampleCall::new(b, [1, 1, 1]),
-            ),
-            (a, b) => {
-                // Nothing made here outlives a failed bind.
-                for bound in [&a, &b].into_iter().flatten() {
-                    bound.release(ctx);
-                }
-                for buffer in [&lists, &ms, &rows] {
-                    ctx.release(buffer);
-                }
-                return Err(a.err().or(b.err()).expect("one bind failed"));
+        ) {
+            Ok(bound) => SampleCall::new(bound, [1, 1, 1]),
+            Err(e) => {
+                slices.release(ctx);
+                release(&[&lists, &ms, &rows]);
+                return Err(e);
             }
         };
         Ok(LogprobCalls {
