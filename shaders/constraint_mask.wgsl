@@ -20,9 +20,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read> table: array<u32>;
 @group(0) @binding(3) var<storage, read_write> counts: array<u32>; // [vocab]
 
-const T_MASK_OF_STATE: u32 = 6u;
-const T_MASKS: u32 = 7u;
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,

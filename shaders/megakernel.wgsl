@@ -96,6 +96,11 @@ struct Params {
     steps: u32,    // tokens chosen per dispatch (the first also ingests the prompt); 0: the
                    // occupancy discovery (grid mode)
     n_lists: u32,  // candidate lists of 1024 logits (sampling)
+    ctab: u32,     // constrained generation: the constraint's DFA state is s[ctab] and its
+                   // table (kernels::constraint's layout) starts at s[ctab + 1]; 0: none
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -545,10 +550,11 @@ fn choose(lid: u32, wid: u32, c: u32) -> u32 {
     let greedy = sampler.inv_temperature == 0.0;
     var bz = 0.0;
     var bi = NONE;
+    let masks = constraint_mask_at();
     for (var i = lid; i < N_VOCAB; i += WG) {
         var v = sget(S_LOGITS + i);
-        if sampler.penalties_on != 0u {
-            v = penalize(v, counts[i], sampler);
+        if sampler.penalties_on != 0u || p.ctab != 0u {
+            v = penalize(v, masked_count(i, masks), sampler);
             sset(S_LOGITS + i, v);
         }
         if non_finite(v) {
@@ -565,6 +571,52 @@ fn choose(lid: u32, wid: u32, c: u32) -> u32 {
         return top;
     }
     return sample_logits(lid, c);
+}
+
+// Constrained generation (p.ctab != 0; the table is kernels::constraint's, copied into the
+// scratch after the DFA state word). Every invocation reads the state after the step's
+// closing gsync(); invocation 0 of workgroup 0 advances it right after `commit` (like
+// `state`, item (d) of the synchronization argument).
+fn ctab(i: u32) -> u32 {
+    return s[p.ctab + 1u + i];
+}
+
+// Where the current state's mask words begin in the scratch (0 when unconstrained).
+fn constraint_mask_at() -> u32 {
+    if p.ctab == 0u {
+        return 0u;
+    }
+    let mask = ctab(ctab(T_MASK_OF_STATE) + s[p.ctab]);
+    return p.ctab + 1u + ctab(T_MASKS) + mask * ((N_VOCAB + 31u) / 32u);
+}
+
+// counts[id] with MASKED_BIT set when the constraint disallows id (`penalize` then gives it
+// MASKED_LOGIT, as constraint_mask.wgsl's marks do on the fused path).
+fn masked_count(id: u32, masks: u32) -> u32 {
+    let c = counts[id] & ~MASKED_BIT;
+    if masks == 0u || ((s[masks + id / 32u] >> (id % 32u)) & 1u) != 0u {
+        return c;
+    }
+    return c | MASKED_BIT;
+}
+
+// The DFA state after the bytes of the committed `id` (sample_choose.wgsl's
+// `advance_constraint`).
+fn advance_constraint(id: u32) {
+    if p.ctab == 0u || id == NONE || id == NONFINITE {
+        return;
+    }
+    let n_classes = ctab(1u);
+    let starts = ctab(T_TOKEN_STARTS);
+    let bytes = ctab(T_TOKEN_BYTES);
+    var st = s[p.ctab];
+    // The bound in a `let`: the loop prover (src/gpu/loop_proof.rs) accepts no call in a test.
+    let end = ctab(starts + id + 1u);
+    for (var k = ctab(starts + id); k < end; k++) {
+        let b = (ctab(bytes + k / 4u) >> ((k % 4u) * 8u)) & 0xffu;
+        st = ctab(ctab(T_TRANS) + st * n_classes + ctab(ctab(T_CLASSES) + b));
+    }
+    s[p.ctab] = st;
 }
 
 var<workgroup> top_sh: u32;
@@ -705,6 +757,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
         if lid == 0u && wid == 0u {
             if chooses {
                 commit(id, N_CTX); // state.pos == c, state.n_tokens == 1: token c + 1
+                advance_constraint(id);
             } else {
                 state.pos = c + 1u;
             }

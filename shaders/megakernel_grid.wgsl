@@ -126,6 +126,7 @@ fn choose_grid(lid: u32, wid: u32, c: u32) -> u32 {
     let units = N_EMBD / 8u;
     var bz = 0.0;
     var bi = NONE;
+    let masks = constraint_mask_at();
     // The bound in a `let`: the loop prover (src/gpu/loop_proof.rs) accepts no call in a test.
     let passes = npass(N_VOCAB);
     for (var ps = wid; ps < passes; ps += GRID) {
@@ -138,8 +139,8 @@ fn choose_grid(lid: u32, wid: u32, c: u32) -> u32 {
         let total = mv_sum4(lid, acc).x;
         if lane == 0u && r0 < N_VOCAB {
             var v = total;
-            if sampler.penalties_on != 0u {
-                v = penalize(v, counts[r0], sampler);
+            if sampler.penalties_on != 0u || p.ctab != 0u {
+                v = penalize(v, masked_count(r0, masks), sampler);
             }
             sset(S_LOGITS + r0, v);
             if non_finite(v) {

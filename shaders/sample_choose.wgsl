@@ -30,11 +30,6 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> counts: array<u32>;
 @group(0) @binding(7) var<storage, read> table: array<u32>; // the constraint (16 bytes: none)
 
-const T_CLASSES: u32 = 4u;
-const T_TRANS: u32 = 5u;
-const T_TOKEN_STARTS: u32 = 8u;
-const T_TOKEN_BYTES: u32 = 9u;
-
 // The DFA state after the bytes of `id` (an end-of-generation id has none).
 fn advance_constraint(id: u32) {
     let n_classes = table[1];

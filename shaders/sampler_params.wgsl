@@ -27,6 +27,15 @@ const MAX_CANDIDATES: u32 = 128u; // sampling::MAX_CANDIDATES
 const NONE: u32 = 0xffffffffu;
 const SENTINEL_Z: f32 = -3.40282e38; // z of an empty candidate slot (q = 0: never drawn)
 
+// A compiled constraint's table (`kernels::constraint` has the layout): the header words that
+// hold its sections' offsets (constraint_mask.wgsl, sample_choose.wgsl, the megakernel).
+const T_CLASSES: u32 = 4u;
+const T_TRANS: u32 = 5u;
+const T_MASK_OF_STATE: u32 = 6u;
+const T_MASKS: u32 = 7u;
+const T_TOKEN_STARTS: u32 = 8u;
+const T_TOKEN_BYTES: u32 = 9u;
+
 // `counts[id]`'s top bit: the constraint disallows id at this step (constraint_mask.wgsl).
 const MASKED_BIT: u32 = 0x80000000u;
 // The logit of a disallowed id: f32's lowest, so it is never the best and its q is 0

@@ -33,9 +33,10 @@ pub struct TokenAutomaton {
 
 impl TokenAutomaton {
     /// The masks of every state tokens reach ([`token_reachable`]). States that must have the
-    /// same mask ([`mask_classes`]) share one walk of the vocabulary trie: inside a bounded
-    /// string, every position far enough from the bound. [`TokenAutomaton::by_walks`], one
-    /// walk per state, is the reference it is tested against.
+    /// same mask ([`mask_classes`]) share one: inside a bounded string, every position far
+    /// enough from the bound. The classes' masks come [`BATCH`] at a time from one walk of the
+    /// vocabulary trie each ([`Walk::masks`]). [`TokenAutomaton::by_walks`], one walk per
+    /// state, is the reference it is tested against.
     pub fn new(dfa: ByteDfa, vocab: Arc<VocabBytes>) -> Result<Self, ConstraintError> {
         Self::by_classes(dfa, vocab)
     }
@@ -46,21 +47,26 @@ impl TokenAutomaton {
         let class = mask_classes(&dfa, vocab.longest_token());
         let mut mask_of_state = vec![UNREACHED; n];
         let mut masks = Masks::new();
-        let mut mask_of_class: Vec<Option<u32>> = vec![None; n];
+        // One state per class, in the order the states come; their masks computed BATCH at a
+        // time, each batch in one walk of the trie.
+        let mut walked = vec![false; n];
+        let reps: Vec<u32> = (1..n as u32)
+            .filter(|&s| reached[s as usize])
+            .filter(|&s| !std::mem::replace(&mut walked[class[s as usize] as usize], true))
+            .collect();
+        let mut mask_of_class: Vec<u32> = vec![UNREACHED; n];
         let mut walk = Walk::default();
-        for s in (1..n as u32).filter(|&s| reached[s as usize]) {
-            let c = class[s as usize];
-            if let Some(m) = mask_of_class[c as usize] {
-                mask_of_state[s as usize] = m;
-                continue;
+        for batch in reps.chunks(BATCH) {
+            for (&s, mask) in batch.iter().zip(walk.masks(&dfa, &vocab, batch)?) {
+                let m = masks.add(mask, || {
+                    let path = byte_path(&dfa, s);
+                    dead_end(&dfa, s, &String::from_utf8_lossy(&path))
+                })?;
+                mask_of_class[class[s as usize] as usize] = m;
             }
-            let mask = walk.mask(&dfa, &vocab, s, |_, _| {})?;
-            let m = masks.add(mask, || {
-                let path = byte_path(&dfa, s);
-                dead_end(&dfa, s, &String::from_utf8_lossy(&path))
-            })?;
-            mask_of_class[c as usize] = Some(m);
-            mask_of_state[s as usize] = m;
+        }
+        for s in (1..n as u32).filter(|&s| reached[s as usize]) {
+            mask_of_state[s as usize] = mask_of_class[class[s as usize] as usize];
         }
         Ok(Self {
             dfa,
@@ -282,6 +288,108 @@ impl Walk {
     }
 }
 
+/// States whose masks [`Walk::masks`] computes in one walk of the trie.
+const BATCH: usize = 32;
+
+/// [`Walk::masks`]' state during its walk.
+struct Batch<'a> {
+    dfa: &'a ByteDfa,
+    vocab: &'a VocabBytes,
+    words: usize,
+    /// `[i * words + w]`: state i's mask.
+    bits: Vec<u32>,
+    any_text: Vec<bool>,
+    /// (batch index, DFA state) pairs alive at each node of the current path, one segment per
+    /// depth.
+    alive: Vec<(u32, u32)>,
+}
+
+impl Walk {
+    /// The masks of `states` (at most [`BATCH`]) in one depth-first walk of the trie that
+    /// carries every state still alive: what [`Walk::mask`] computes for each, with the trie
+    /// traversed once instead of once per state. `visits` counts (node, state) pairs, as the
+    /// walks one state at a time count them.
+    fn masks(
+        &mut self,
+        dfa: &ByteDfa,
+        vocab: &VocabBytes,
+        states: &[u32],
+    ) -> Result<Vec<TextMask>, ConstraintError> {
+        let words = vocab.words() as usize;
+        let mut b = Batch {
+            dfa,
+            vocab,
+            words,
+            bits: vec![0u32; words * states.len()],
+            any_text: vec![false; states.len()],
+            alive: states
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| (i as u32, s))
+                .collect(),
+        };
+        self.descend(&mut b, 0, 0)?;
+        let mut out = Vec::with_capacity(states.len());
+        for (i, &s) in states.iter().enumerate() {
+            let mut bits = b.bits[i * words..(i + 1) * words].to_vec();
+            let accepting = dfa.accepting[s as usize];
+            if accepting {
+                for &id in &vocab.eog {
+                    if id < vocab.n_vocab {
+                        bits[id as usize / 32] |= 1 << (id % 32);
+                    }
+                }
+            }
+            out.push(TextMask {
+                bits,
+                any_text: b.any_text[i],
+                accepting: accepting && !vocab.eog.is_empty(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Visits `node`, whose alive pairs are `b.alive[from..]`, and the subtrees below it
+    /// (recursion depth: the longest token's bytes).
+    fn descend(&mut self, b: &mut Batch, node: u32, from: usize) -> Result<(), ConstraintError> {
+        let here = b.alive.len();
+        self.visits += (here - from) as u64;
+        if self.visits > MAX_VISITS {
+            return Err(ConstraintError::TooLarge {
+                what: "compile work (vocabulary trie nodes visited)",
+                needed: self.visits,
+                limit: MAX_VISITS,
+            });
+        }
+        for (byte, child) in b.vocab.trie.children(node) {
+            for k in from..here {
+                let (i, s) = b.alive[k];
+                let next = b.dfa.next(s, byte);
+                if next != DEAD {
+                    b.alive.push((i, next));
+                }
+            }
+            if b.alive.len() == here {
+                continue;
+            }
+            let ends = b.vocab.trie.ends(child);
+            if !ends.is_empty() {
+                for k in here..b.alive.len() {
+                    let i = b.alive[k].0 as usize;
+                    b.any_text[i] = true;
+                    let row = &mut b.bits[i * b.words..(i + 1) * b.words];
+                    for &id in ends {
+                        row[id as usize / 32] |= 1 << (id % 32);
+                    }
+                }
+            }
+            self.descend(b, child, here)?;
+            b.alive.truncate(here);
+        }
+        Ok(())
+    }
+}
+
 /// The distinct masks, one after another, within [`MAX_MASK_WORDS`].
 struct Masks {
     words: Vec<u32>,
@@ -485,8 +593,15 @@ mod tests {
             "[0-9]{4}-[0-9]{2}-[0-9]{2}",
             "x{0,50}yz",
             "(true|null|[0-9]+(\\.[0-9]+)?)( (true|null|[0-9]+))*",
+            // More classes than one batch of shared walks.
+            "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2}) to [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?Z",
         ] {
             let dfa = ByteDfa::new(pattern).unwrap();
+            if pattern.starts_with("[0-9]{4}-[0-9]{2}-[0-9]{2}T") {
+                let classes = mask_classes(&dfa, vocab.longest_token());
+                let distinct: std::collections::HashSet<_> = classes.iter().collect();
+                assert!(distinct.len() > BATCH, "{} classes", distinct.len());
+            }
             let shared = TokenAutomaton::new(dfa.clone(), vocab.clone()).unwrap();
             let walked = TokenAutomaton::by_walks(dfa, vocab.clone()).unwrap();
             assert!(shared.visits <= walked.visits, "{pattern}");

@@ -83,7 +83,8 @@ impl ConstraintTable {
         let buffer = ctx.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("fuselm constraint table"),
             contents: bytemuck::cast_slice(&words),
-            usage: wgpu::BufferUsages::STORAGE,
+            // COPY_SRC: the megakernels copy it into their scratch.
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         });
         Ok(Self {
             buffer,

@@ -52,8 +52,12 @@ pub struct MegaParams {
     pub end: u32,
     pub steps: u32,
     pub n_lists: u32,
+    /// A constrained generation: the scratch word holding the constraint's DFA state, its
+    /// table (`kernels::constraint`'s layout) in the words after it; 0: unconstrained.
+    pub ctab: u32,
+    pub _pad: [u32; 3],
 }
-const _: () = assert!(std::mem::size_of::<MegaParams>() == 16);
+const _: () = assert!(std::mem::size_of::<MegaParams>() == 32);
 
 /// What the megakernel is compiled for.
 #[derive(Debug, Clone, Copy, PartialEq)]

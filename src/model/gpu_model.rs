@@ -475,7 +475,7 @@ impl GpuModel {
     }
 
     /// [`GpuModel::default_strategy`]; for a constrained generation, the planner's choice among
-    /// the strategies that follow constraints (the megakernels do not).
+    /// the strategies that follow constraints (every built-in one does).
     pub fn default_strategy_for(&self, constrained: bool) -> Strategy {
         self.default_strategy_with(constrained, false)
     }

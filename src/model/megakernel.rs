@@ -15,6 +15,7 @@ use crate::error::{FuselmError, Result};
 use crate::gguf::{FfnActivation, ModelConfig, RopeStyle};
 use crate::gpu::GpuContext;
 use crate::gpu::StagedRead;
+use crate::kernels::constraint::ConstraintTable;
 use crate::kernels::megakernel::{
     check_grid, format_id, MegaCall, MegaParams, MegaShape, Megakernel, TABLE_LAYERS, TABLE_STRIDE,
 };
@@ -32,6 +33,8 @@ pub struct MegaModel {
     /// The grid version's barrier counter and flags (zeroed before each of its dispatches).
     pub gsync: wgpu::Buffer,
     formats: Vec<WeightFormat>,
+    /// The portable kernel (bound again for constrained generations: `constrained_call`).
+    kernel: Megakernel,
     /// The grid version, built on first use for one workgroup count; it shares the arena and
     /// the KV cache (same layout), with a scratch of its own.
     grid: Option<GridKernel>,
@@ -40,6 +43,7 @@ pub struct MegaModel {
 /// The grid megakernel compiled for `workgroups` workgroups.
 struct GridKernel {
     workgroups: u32,
+    kernel: Megakernel,
     call: MegaCall,
     scratch: wgpu::Buffer,
 }
@@ -47,6 +51,21 @@ struct GridKernel {
 impl Drop for GridKernel {
     fn drop(&mut self) {
         self.scratch.destroy();
+    }
+}
+
+/// The megakernel bound for one constrained generation ([`MegaModel::constrained_call`]);
+/// `release` frees its scratch.
+pub struct ConstrainedCall {
+    pub call: MegaCall,
+    scratch: wgpu::Buffer,
+    /// The scratch word of the constraint's DFA state (`MegaParams::ctab`).
+    pub ctab: u32,
+}
+
+impl ConstrainedCall {
+    pub fn release(&self, ctx: &GpuContext) {
+        ctx.release(&self.scratch);
     }
 }
 
@@ -267,6 +286,7 @@ impl MegaModel {
             scratch,
             gsync,
             formats,
+            kernel,
             grid: None,
         })
     }
@@ -308,11 +328,85 @@ impl MegaModel {
             )?;
             self.grid = Some(GridKernel {
                 workgroups,
+                kernel,
                 call,
                 scratch,
             });
         }
         Ok(&self.grid.as_ref().expect("built above").call)
+    }
+
+    /// A call for one constrained generation (the portable kernel, or the grid version when
+    /// `grid` and it is built): bound to a scratch of its own that holds, after the kernel's
+    /// words, the constraint's DFA state (word `ctab`, the start state) and then its table.
+    pub fn constrained_call(
+        &self,
+        ctx: &GpuContext,
+        acts: &Activations,
+        sampler: &SamplerBuffers,
+        grid: bool,
+        table: &ConstraintTable,
+    ) -> Result<ConstrainedCall> {
+        let (kernel, workgroups) = match (&self.grid, grid) {
+            (Some(g), true) => (&g.kernel, Some(g.workgroups)),
+            (None, true) => {
+                return Err(FuselmError::Gpu("the grid megakernel is not built".into()))
+            }
+            (_, false) => (&self.kernel, None),
+        };
+        let base = self.shape.scratch(workgroups).words;
+        let bytes = (base + 1) * 4 + table.buffer.size();
+        let limits = ctx.device.limits();
+        let available = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let ctab = u32::try_from(base).ok().filter(|_| bytes <= available);
+        let Some(ctab) = ctab else {
+            return Err(FuselmError::LimitExceeded {
+                limit: "maxStorageBufferBindingSize (the megakernel's scratch with the constraint's table)",
+                needed: bytes,
+                available,
+            });
+        };
+        let scratch = storage(ctx, "megakernel constrained scratch", bytes);
+        ctx.queue
+            .write_buffer(&scratch, base * 4, bytemuck::bytes_of(&table.start));
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("megakernel constraint table"),
+            });
+        enc.copy_buffer_to_buffer(
+            &table.buffer,
+            0,
+            &scratch,
+            (base + 1) * 4,
+            table.buffer.size(),
+        );
+        ctx.queue.submit([enc.finish()]);
+        let call = kernel.bind(
+            ctx,
+            &self.params,
+            &acts.state,
+            &self.arena,
+            &sampler.params,
+            &self.kv,
+            &scratch,
+            &acts.tokens,
+            &sampler.counts,
+            &self.gsync,
+        );
+        match call {
+            Ok(call) => Ok(ConstrainedCall {
+                call,
+                scratch,
+                ctab,
+            }),
+            Err(e) => {
+                ctx.release(&scratch);
+                Err(e)
+            }
+        }
     }
 
     /// The grid version's call, if built.
@@ -340,6 +434,8 @@ impl MegaModel {
             end: 1,
             steps: 0,
             n_lists: 0,
+            ctab: 0,
+            _pad: [0; 3],
         };
         ctx.queue
             .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));

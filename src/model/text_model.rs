@@ -129,6 +129,10 @@ pub struct GenerateTimings {
     /// the chunks after the first token). Near `decodeSeconds`, decode is bound by command
     /// recording on the CPU, not by the GPU.
     pub record_seconds: f64,
+    /// Compiling `responseFormat` for this model's vocabulary (s), before the prompt is
+    /// submitted; near 0 when it was compiled before (a model keeps its last 8) and 0 without
+    /// one.
+    pub constraint_seconds: f64,
 }
 
 /// The result of one generation.
@@ -364,6 +368,7 @@ impl TextModel {
                 "topLogprobs (top_logprobs) needs logprobs: true".into(),
             ));
         }
+        let compile_start = crate::clock::now_seconds();
         let constraint = match &options.response_format {
             Some(format) => {
                 let tokenizer = &self.tokenizer;
@@ -371,6 +376,10 @@ impl TextModel {
                     .get(format, || VocabBytes::from_tokenizer(tokenizer, &stop_ids))?
             }
             None => None,
+        };
+        let constraint_seconds = match options.response_format {
+            Some(_) => crate::clock::now_seconds() - compile_start,
+            None => 0.0,
         };
         let request = GenerationRequest {
             prompt: &prompt_tokens,
@@ -475,6 +484,7 @@ impl TextModel {
                     generation.decode_seconds,
                 ),
                 record_seconds: generation.record_seconds,
+                constraint_seconds,
             },
             prompt_tokens,
             tokens: generation.tokens,

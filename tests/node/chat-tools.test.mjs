@@ -35,7 +35,7 @@ function scripted(pieces, stopReason = "end-of-generation") {
       tokens: pieces.map((_, i) => i),
       stopReason,
       reusedPromptTokens: 0,
-      timings: { prefillSeconds: 0.1, decodeSeconds: 0.2, promptTokensPerSecond: 30, decodeTokensPerSecond: 10, recordSeconds: 0 },
+      timings: { prefillSeconds: 0.1, decodeSeconds: 0.2, promptTokensPerSecond: 30, decodeTokensPerSecond: 10, recordSeconds: 0, constraintSeconds: 0 },
     };
     return {
       async *[Symbol.asyncIterator]() {

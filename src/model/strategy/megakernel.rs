@@ -11,7 +11,7 @@ use crate::gpu::StagedRead;
 use crate::kernels::megakernel::{MegaCall, MegaParams, MEGAKERNEL_PROMPT_POSITIONS};
 use crate::kernels::DecodeState;
 use crate::model::generation::{Progress, Run, TokenGeneration};
-use crate::model::megakernel::{mega_shape, MegaModel};
+use crate::model::megakernel::{mega_shape, ConstrainedCall, MegaModel};
 use crate::model::shared::Shared;
 use std::collections::VecDeque;
 
@@ -196,6 +196,12 @@ impl GenerationStrategy for Megakernel {
         true
     }
 
+    /// The constraint's mask applied to the head's logits and its state advanced after each
+    /// choice, inside the one dispatch (its table copied into the scratch).
+    fn constraints(&self) -> bool {
+        true
+    }
+
     fn own_kv_cache(&self) -> bool {
         true
     }
@@ -246,12 +252,26 @@ pub(super) async fn generate(
         0,
         bytemuck::bytes_of(&DecodeState::new(run.start, 1)),
     );
+    // With a constraint: a call of its own whose scratch holds the table and the DFA state.
+    let constrained = match run.constraint {
+        Some(c) => Some(OneGeneration {
+            ctx,
+            call: mega.constrained_call(ctx, &m.acts, &m.sampler, grid.is_some(), c.table)?,
+        }),
+        None => None,
+    };
+    let (call, ctab) = match &constrained {
+        Some(g) => (&g.call.call, g.call.ctab),
+        None => (call, 0),
+    };
     let steps = run.chunk_tokens.clamp(1, run.max_tokens);
     let params = MegaParams {
         n_prompt: n,
         end: n + run.max_tokens - 1,
         steps,
         n_lists: mega.shape.n_lists(),
+        ctab,
+        _pad: [0; 3],
     };
     ctx.queue
         .write_buffer(&mega.params, 0, bytemuck::bytes_of(&params));
@@ -350,4 +370,17 @@ pub(super) async fn generate(
         }
     }
     prog.finish()
+}
+
+/// A constrained call bound for one generation: its scratch goes when the generation ends
+/// (early returns and errors included).
+struct OneGeneration<'a> {
+    ctx: &'a crate::gpu::GpuContext,
+    call: ConstrainedCall,
+}
+
+impl Drop for OneGeneration<'_> {
+    fn drop(&mut self) {
+        self.call.release(self.ctx);
+    }
 }

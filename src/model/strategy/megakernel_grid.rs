@@ -109,6 +109,11 @@ impl GenerationStrategy for MegakernelGrid {
         true
     }
 
+    /// As the portable megakernel's (`Megakernel::constraints`).
+    fn constraints(&self) -> bool {
+        true
+    }
+
     fn own_kv_cache(&self) -> bool {
         true
     }
