@@ -43,6 +43,31 @@ impl Trie {
         &self.end_ids[self.end_start[n as usize] as usize..self.end_start[n as usize + 1] as usize]
     }
 
+    /// Each node's depth, and the length of the longest token in its subtree (0: none).
+    pub fn depths_and_longest(&self) -> (Vec<u32>, Vec<u32>) {
+        let n = self.child_start.len().saturating_sub(1);
+        let mut depth = vec![0u32; n];
+        // Nodes are numbered depth-first: a parent comes before its children.
+        for node in 0..n {
+            for (_, child) in self.children(node as u32) {
+                depth[child as usize] = depth[node] + 1;
+            }
+        }
+        let mut longest = vec![0u32; n];
+        for node in (0..n).rev() {
+            let own = if self.ends(node as u32).is_empty() {
+                0
+            } else {
+                depth[node]
+            };
+            longest[node] = self
+                .children(node as u32)
+                .map(|(_, c)| longest[c as usize])
+                .fold(own, u32::max);
+        }
+        (depth, longest)
+    }
+
     /// Which bytes are a token of their own.
     pub fn single_byte_tokens(&self) -> [bool; 256] {
         let mut seen = [false; 256];
