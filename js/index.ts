@@ -61,6 +61,7 @@ export type {
   Strategy,
   GenerateResult,
   GenerateTimings,
+  PreparedFormat,
   TokenLogprob,
   TopLogprob,
   StopReason,

@@ -1,6 +1,6 @@
 // The `Model` interface and its call options: what both implementations share, the model on this
 // thread (model.ts) and the model in a worker (worker-client.ts).
-import type { Calibration, GenerateOptions, ModelInfo } from "./wasm/fuselm.js";
+import type { Calibration, GenerateOptions, ModelInfo, PreparedFormat, ResponseFormat } from "./wasm/fuselm.js";
 import type { CalibrateCallOptions } from "./calibration.js";
 import type { Generation } from "./generation.js";
 import type { Chat } from "./chat.js";
@@ -34,6 +34,17 @@ export interface Model {
    * `maxTokens` exceed `info.nCtx`, "invalid-argument" for an out-of-range setting, "aborted",
    * "device-lost". */
   generate(prompt: string, options?: GenerateCallOptions): Generation;
+  /** Compiles a `responseFormat` for this model's vocabulary now and keeps it (a model keeps its
+   * last 8 formats), so the first generation with it starts at once: prepare a page's schemas
+   * while the user types. Resolves with the compile's seconds (near 0 when it was kept already)
+   * and its size; rejects with kind "constraint" when the format cannot compile (the error a
+   * generation would get), "busy" while a generation runs.
+   *
+   * ```ts
+   * const { compileSeconds, tableBytes } = await model.prepareResponseFormat({ type: "json_schema", schema });
+   * ```
+   */
+  prepareResponseFormat(format: ResponseFormat): Promise<PreparedFormat>;
   /** Token ids of `text`. */
   tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
   /** Text of token ids (control tokens render as nothing). */

@@ -2,7 +2,7 @@
 // The wasm `Model` owns the GPU memory; this class wraps it so every failure is a `FuselmError`
 // and a disposed model fails with a typed error instead of a wasm trap.
 import type * as wasm from "./wasm/fuselm.js";
-import type { Calibration, ChatMessage, GenerateOptions, ModelInfo } from "./wasm/fuselm.js";
+import type { Calibration, ChatMessage, GenerateOptions, ModelInfo, PreparedFormat, ResponseFormat } from "./wasm/fuselm.js";
 import { calibrateWith, type CalibrateCallOptions } from "./calibration.js";
 import { FuselmError, toFuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
@@ -115,6 +115,17 @@ export class LocalModel implements Model {
 
   #clear(generation: Generation): void {
     if (this.#running === generation) this.#running = undefined;
+  }
+
+  async prepareResponseFormat(format: ResponseFormat): Promise<PreparedFormat> {
+    if (typeof format !== "object" || format === null) {
+      throw new FuselmError("invalid-argument", "format must be a responseFormat object, e.g. { type: \"json_schema\", schema }");
+    }
+    try {
+      return this.#live().prepareResponseFormat(format);
+    } catch (e) {
+      throw toFuselmError(e);
+    }
   }
 
   async tokenize(text: string, options: TokenizeOptions = {}): Promise<number[]> {

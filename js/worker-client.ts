@@ -1,7 +1,7 @@
 // The page side of worker mode: a `Model` whose every call is a message to the fuselm worker
 // (worker.ts). Generations stream chunk by chunk across the boundary; aborting sends an abort
 // message, and the worker stops the generation at its next chunk boundary.
-import type { Calibration, ChatMessage, GenerateResult, ModelInfo } from "./wasm/fuselm.js";
+import type { Calibration, ChatMessage, GenerateResult, ModelInfo, PreparedFormat, ResponseFormat } from "./wasm/fuselm.js";
 import { calibrateWith, type CalibrateCallOptions } from "./calibration.js";
 import { FuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
@@ -193,6 +193,10 @@ class WorkerModel implements Model {
       addSpecial: options.addSpecial ?? false,
       parseSpecial: options.parseSpecial ?? false,
     })) as number[];
+  }
+
+  async prepareResponseFormat(format: ResponseFormat): Promise<PreparedFormat> {
+    return (await this.#client.call({ op: "prepareResponseFormat", format })) as PreparedFormat;
   }
 
   async detokenize(ids: ArrayLike<number>): Promise<string> {

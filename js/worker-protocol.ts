@@ -1,7 +1,7 @@
 // The messages between a page and the fuselm worker (`loadModel(source, { worker: true })`).
 // Requests carry an id; the worker answers each with events for that id and finally a `done`
 // or `error`. Errors cross as plain data and become `FuselmError`s again on the page.
-import type { CalibrateOptions, Calibration, ChatMessage, GenerateOptions, GenerateResult, LoadOptions, ModelInfo } from "./wasm/fuselm.js";
+import type { CalibrateOptions, Calibration, ChatMessage, GenerateOptions, GenerateResult, LoadOptions, ModelInfo, PreparedFormat, ResponseFormat } from "./wasm/fuselm.js";
 import type { CacheMode } from "./cache.js";
 import type { LoadProgress } from "./load.js";
 import { FuselmError, type ErrorKind } from "./errors.js";
@@ -22,6 +22,7 @@ export type Request =
   | { id: number; op: "chat"; messages: ChatMessage[]; options: GenerateOptions }
   | { id: number; op: "tokenize"; text: string; addSpecial: boolean; parseSpecial: boolean }
   | { id: number; op: "detokenize"; ids: number[] }
+  | { id: number; op: "prepareResponseFormat"; format: ResponseFormat }
   | { id: number; op: "calibrationKey" }
   /** Measures; answers `{ calibration, info }`. */
   | { id: number; op: "calibrate"; options: CalibrateOptions }
@@ -42,7 +43,7 @@ export interface WireError {
 export type Reply =
   | { id: number; event: "progress"; progress: WireProgress }
   | { id: number; event: "chunk"; text: string; tokenIds: number[] }
-  | { id: number; event: "done"; value: ModelInfo | GenerateResult | number[] | string | { calibration: Calibration; info: ModelInfo } | null }
+  | { id: number; event: "done"; value: ModelInfo | GenerateResult | PreparedFormat | number[] | string | { calibration: Calibration; info: ModelInfo } | null }
   | { id: number; event: "error"; error: WireError };
 
 /** A `LoadProgress` as posted: its `cacheError` as a `WireError` (an Error loses its kind in a

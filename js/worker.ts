@@ -58,6 +58,8 @@ async function handle(req: Exclude<Request, { op: "abort" }>, signal: AbortSigna
       return { id, event: "done", value: await needModel().tokenize(req.text, { addSpecial: req.addSpecial, parseSpecial: req.parseSpecial }) };
     case "detokenize":
       return { id, event: "done", value: await needModel().detokenize(req.ids) };
+    case "prepareResponseFormat":
+      return { id, event: "done", value: await needModel().prepareResponseFormat(req.format) };
     case "calibrationKey":
       return { id, event: "done", value: await needModel().calibrationKey() };
     case "calibrate": {

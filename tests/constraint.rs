@@ -330,7 +330,11 @@ fn every_strategy_generates_the_same_valid_output() {
                 .chain(extra)
             {
                 let mut outs = Vec::new();
-                for strategy in strategies {
+                // The grid megakernel shares the portable one's mask and transition code, and
+                // has its own head (choose_grid): one format is enough for it.
+                let n = if f == 0 { strategies.len() } else { 3 };
+                for strategy in &strategies[..n] {
+                    let strategy = *strategy;
                     let r = model
                         .generate(
                             Prompt::Text("Hello"),
@@ -368,10 +372,10 @@ fn the_schema_corpus_gives_valid_json() {
             .collect();
         files.sort();
         assert!(files.len() >= 60, "{} schemas", files.len());
-        // Every schema compiles and gives a valid first token; every third one (20) is
+        // Every schema compiles and gives a valid first token; every sixth one (10) is
         // generated out, greedy (seeded sampling under constraints:
         // every_strategy_generates_the_same_valid_output). The whole corpus, generated out,
-        // took 208-257 s of CI here; real models on it, greedy and sampled, every output checked
+        // took 208-257 s of CI here, every third one 123 s (2026-11-28); real models on it, greedy and sampled, every output checked
         // by ajv: `fuselm constraint-bench`, bench/README.md.
         let (mut generated, mut complete) = (0, 0);
         for (i, path) in files.iter().enumerate() {
@@ -379,7 +383,7 @@ fn the_schema_corpus_gives_valid_json() {
                 serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
             let format = schema(schema_value);
             let mut o = options(&format, Strategy::Fused, SamplingOptions::default());
-            let whole = i % 3 == 0;
+            let whole = i % 6 == 0;
             o.max_tokens = Some(if whole { 200 } else { 1 });
             let r = model
                 .generate(Prompt::Text("{"), &o, &mut |_, _| true)

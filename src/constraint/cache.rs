@@ -18,6 +18,12 @@ pub struct ConstraintCache {
 }
 
 impl ConstraintCache {
+    /// Whether `format` is compiled and kept.
+    pub fn contains(&self, format: &ResponseFormat) -> bool {
+        let key = serde_json::to_string(format).unwrap_or_default();
+        self.entries.iter().any(|(k, _)| *k == key)
+    }
+
     /// The compiled `format` (None: free text); `vocab` builds the model's vocabulary bytes
     /// the first time.
     pub fn get(

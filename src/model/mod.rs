@@ -29,5 +29,7 @@ pub use loader::{LoadStatus, ModelLoader};
 pub use profile::{RoleProfile, StepProfile};
 pub use stop_text::StopText;
 pub use strategy::Strategy;
-pub use text_model::{GenerateOptions, GenerateResult, GenerateTimings, Prompt, TextModel};
+pub use text_model::{
+    GenerateOptions, GenerateResult, GenerateTimings, PreparedFormat, Prompt, TextModel,
+};
 pub use vocab::{chat_template_from, tokenizer_from_gguf, vocab_spec};

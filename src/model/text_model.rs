@@ -135,6 +135,23 @@ pub struct GenerateTimings {
     pub constraint_seconds: f64,
 }
 
+/// A response format compiled ahead of its first generation (`prepare_response_format`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+pub struct PreparedFormat {
+    /// Seconds this call took: the compile, or near 0 when the format was kept already.
+    pub compile_seconds: f64,
+    /// Whether the model had it compiled already (it keeps its last 8 formats).
+    pub cached: bool,
+    /// Automaton states that tokens reach (0 for `{ type: "text" }`).
+    pub states: u32,
+    /// Distinct token masks among them.
+    pub masks: u32,
+    /// Bytes of the table a generation with this format keeps on the GPU.
+    pub table_bytes: u64,
+}
+
 /// The result of one generation.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -321,6 +338,32 @@ impl TextModel {
         let mut ids = self.tokenizer.eog_ids().to_vec();
         ids.truncate(MAX_STOP_IDS);
         ids
+    }
+
+    /// Compiles `format` for this model's vocabulary now and keeps it (with the model's last
+    /// 8), so the first generation that uses it does not wait for the compile: a page can
+    /// prepare its forms' schemas while the user types. A format that cannot compile is the
+    /// `constraint` error a generation would get.
+    pub fn prepare_response_format(&mut self, format: &ResponseFormat) -> Result<PreparedFormat> {
+        let start = crate::clock::now_seconds();
+        let cached = self.constraints.contains(format);
+        let stop_ids = self.stop_ids();
+        let tokenizer = &self.tokenizer;
+        let constraint = self
+            .constraints
+            .get(format, || VocabBytes::from_tokenizer(tokenizer, &stop_ids))?;
+        let (states, masks, table_bytes) = constraint.map_or((0, 0, 0), |c| {
+            let a = &c.automaton;
+            let words = crate::kernels::constraint::table_words(a).len() as u64;
+            (a.n_token_states(), a.n_masks(), words * 4)
+        });
+        Ok(PreparedFormat {
+            compile_seconds: crate::clock::now_seconds() - start,
+            cached,
+            states,
+            masks,
+            table_bytes,
+        })
     }
 
     /// Generation (greedy unless sampling options are set). `on_token(text, Some(id))` sees

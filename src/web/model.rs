@@ -10,10 +10,11 @@
 
 use super::convert::{from_js, to_js, to_js_error};
 use crate::chat_template::ChatMessage;
+use crate::constraint::ResponseFormat;
 use crate::error::FuselmError;
 use crate::model::{
     CalibrateOptions, Calibration, GenerateOptions, GenerateResult, LoadOptions, LoadStatus,
-    MemoryUse, Prompt, QuantUse, Strategy, TextModel,
+    MemoryUse, PreparedFormat, Prompt, QuantUse, Strategy, TextModel,
 };
 use crate::tokenizer::Tokenizer;
 use serde::{Deserialize, Serialize};
@@ -140,6 +141,8 @@ export class Model {
     chat(messages: ChatMessage[], options: GenerateOptions | null | undefined, onToken: OnToken | null | undefined, keepGoing?: (() => boolean) | null): Promise<GenerateResult>;
     tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Uint32Array;
     detokenize(ids: Uint32Array): string;
+    /** Compiles a response format for this model's vocabulary now and keeps it. */
+    prepareResponseFormat(format: ResponseFormat): PreparedFormat;
     info(): ModelInfo;
     /** Times every strategy that can win here on a short generation; the fastest becomes the default. */
     calibrate(options: CalibrateOptions | null | undefined): Promise<Calibration>;
@@ -332,6 +335,25 @@ impl Model {
             .map_err(to_js_error)?;
             Ok(to_js(&result)?.into())
         })
+    }
+
+    /// Compiles `format` for this model's vocabulary now and keeps it, so the first generation
+    /// with it starts at once (`TextModel::prepare_response_format`). "busy" during a
+    /// generation; "constraint" when the format cannot compile.
+    #[wasm_bindgen(js_name = prepareResponseFormat)]
+    pub fn prepare_response_format(
+        &self,
+        format: Ts<ResponseFormat>,
+    ) -> Result<Ts<PreparedFormat>, JsValue> {
+        let format = from_js(Some(format))?.unwrap_or(ResponseFormat::Text);
+        let mut model = self
+            .inner
+            .try_borrow_mut()
+            .map_err(|_| to_js_error(busy()))?;
+        let prepared = model
+            .prepare_response_format(&format)
+            .map_err(to_js_error)?;
+        to_js(&prepared)
     }
 
     /// Token ids of `text` (with the model's BOS when `add_special`; `<|…|>` control tokens

@@ -280,6 +280,9 @@ test("structured output: responseFormat and response_format give valid JSON, the
     // The tools' description is ~600 tokens of this byte vocabulary.
     const m = await window.f.loadModel(url, { nCtx: 1024 });
     const responseFormat = { type: "json_schema", schema };
+    // Compiled ahead: the first generation with it finds it in the model's cache.
+    const prepared = [await m.prepareResponseFormat(responseFormat), await m.prepareResponseFormat(responseFormat)];
+    const badPrepare = await m.prepareResponseFormat({ type: "regex", pattern: "(" }).then(() => "resolved", kind);
     const run = (strategy, extra = {}) => m.generate("Hello", { maxTokens: 40, responseFormat, strategy, ...extra }).result();
     const fused = await run("fused");
     const unfused = await run("unfused");
@@ -319,7 +322,7 @@ test("structured output: responseFormat and response_format give valid JSON, the
     errors.push(await m.generate("Hi", { logprobs: true, topLogprobs: 25 }).result().then(() => "resolved", kind));
     const after = (await m.generate("Hi", { maxTokens: 3 }).result()).tokens.length;
     await m.dispose();
-    return { fused, unfused, sampled, chat, object, regex, gbnf, badGrammar, errors, megakernel, after, required, lp };
+    return { fused, unfused, sampled, chat, object, regex, gbnf, badGrammar, errors, megakernel, after, required, lp, prepared, badPrepare };
   }, { url: model, schema, add, echo });
   const ajv = new Ajv2020({ strict: true });
   addFormats(ajv);
@@ -329,6 +332,13 @@ test("structured output: responseFormat and response_format give valid JSON, the
     assert.ok(valid(JSON.parse(r.text)), `${name}: ${r.text} ${JSON.stringify(valid.errors)}`);
   }
   assert.deepEqual(out.fused.tokens, out.unfused.tokens, "greedy: fused (GPU mask) vs unfused (host mask)");
+  const [first, again] = out.prepared;
+  assert.equal(first.cached, false);
+  assert.equal(again.cached, true);
+  assert.ok(first.states > 0 && first.masks > 0 && first.tableBytes > 0, JSON.stringify(first));
+  assert.deepEqual([again.states, again.masks, again.tableBytes], [first.states, first.masks, first.tableBytes]);
+  assert.ok(out.fused.timings.constraintSeconds < 0.05, `prepared: the generation did not compile (${out.fused.timings.constraintSeconds} s)`);
+  assert.match(out.badPrepare, /^constraint: .*regular expression/);
   assert.deepEqual(out.sampled[0].tokens, out.sampled[1].tokens, "seeded: fused vs unfused");
   assert.equal(out.chat.choices[0].finish_reason, "stop");
   assert.ok(valid(JSON.parse(out.chat.choices[0].message.content)), out.chat.choices[0].message.content);
@@ -482,10 +492,11 @@ test("worker mode: same API and ids, streaming and abort across the boundary, ma
     }
     const chat = await m.chat.completions.create({ messages: [{ role: "user", content: "Hi" }], max_tokens: 4 });
     const tokens = await m.tokenize("Hi");
+    const prepared = await m.prepareResponseFormat({ type: "regex", pattern: "[0-9]{3}" });
     const mainThreadBuffers = window.__gpuBuffers().count;
     await m.dispose();
     const disposed = await m.generate("Hi").result().then(() => "resolved", (e) => e.kind);
-    return { expected, phases: [...phases], chunks, r, gap, abortKind, seen, chat, tokens, mainThreadBuffers, disposed };
+    return { expected, phases: [...phases], chunks, r, gap, abortKind, seen, chat, tokens, prepared, mainThreadBuffers, disposed };
   }, model);
   assert.deepEqual(out.r.tokens, out.expected, "the worker's seeded ids equal the main thread's");
   assert.deepEqual(out.phases, ["download", "parse", "upload", "compile"]);
@@ -494,6 +505,7 @@ test("worker mode: same API and ids, streaming and abort across the boundary, ma
   assert.equal(out.abortKind, "aborted");
   assert.equal(out.chat.object, "chat.completion");
   assert.deepEqual(out.tokens, [72, 105]);
+  assert.ok(!out.prepared.cached && out.prepared.states > 0, `prepared in the worker: ${JSON.stringify(out.prepared)}`);
   assert.equal(out.mainThreadBuffers, 0, "no GPU buffer lives on the main thread in worker mode");
   assert.equal(out.disposed, "invalid-argument");
   assert.ok(out.gap < 250, `main thread stalled ${out.gap.toFixed(0)} ms`);

@@ -37,6 +37,7 @@ import {
   type GenerationChunk,
   type GenerateResult,
   type GenerateTimings,
+  type PreparedFormat,
   type TokenLogprob,
   type TopLogprob,
   type StopReason,
@@ -301,6 +302,17 @@ export async function tokens(model: Model): Promise<string> {
   return again + fromTyped;
 }
 
+export async function prepare(model: Model): Promise<number> {
+  const format: ResponseFormat = { type: "json_schema", schema: { type: "object", properties: { a: { type: "integer" } } } };
+  const prepared: PreparedFormat = await model.prepareResponseFormat(format);
+  const parts: [number, boolean, number, number, number] = [
+    prepared.compileSeconds, prepared.cached, prepared.states, prepared.masks, prepared.tableBytes,
+  ];
+  // @ts-expect-error a format is an object with a type
+  await model.prepareResponseFormat("json");
+  return parts[0];
+}
+
 export async function generate(model: Model, onText: (text: string) => void): Promise<GenerateResult> {
   // Streaming: a Generation is an async iterable of chunks.
   const generation: Generation = model.generate("Once upon a time", { maxTokens: 32, stop: ["\n\n"] });
@@ -314,7 +326,7 @@ export async function generate(model: Model, onText: (text: string) => void): Pr
   const stop: StopReason = result.stopReason;
   const timings: GenerateTimings = result.timings;
   console.log(ids.length === result.tokens.length, result.promptTokens.length, result.reusedPromptTokens, stop);
-  console.log(timings.prefillSeconds + timings.decodeSeconds, timings.promptTokensPerSecond, timings.decodeTokensPerSecond);
+  console.log(timings.prefillSeconds + timings.decodeSeconds, timings.promptTokensPerSecond, timings.decodeTokensPerSecond, timings.constraintSeconds);
 
   // The whole text at once; chat formatting with a system prompt.
   const text: string = await model.generate("Hello", { chat: true, system: "Be brief.", maxTokens: 16 }).text();
