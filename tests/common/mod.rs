@@ -6,6 +6,8 @@
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 #[allow(dead_code)]
+pub mod constraints;
+#[allow(dead_code)]
 pub mod exact;
 
 /// `gpu_test!(name, async_fn)` declares a native `#[test]` and a `#[wasm_bindgen_test]` that both
