@@ -16,6 +16,7 @@ mod json_schema;
 mod numeric_range;
 mod perl_classes;
 mod token_automaton;
+mod trie_walk;
 mod vocab_bytes;
 
 pub use byte_dfa::{ByteDfa, DEAD};
@@ -25,5 +26,6 @@ pub use format::{Constraint, ResponseFormat, DEFAULT_GRAMMAR_DEPTH, DEFAULT_MAX_
 pub use gbnf::gbnf_regex;
 pub use json_schema::{any_object_regex, schema_regex};
 pub use numeric_range::{integer_range, number_range};
-pub use token_automaton::{TokenAutomaton, MAX_MASK_WORDS, MAX_VISITS};
+pub use token_automaton::{TokenAutomaton, MAX_MASK_WORDS};
+pub use trie_walk::MAX_VISITS;
 pub use vocab_bytes::VocabBytes;

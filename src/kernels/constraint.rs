@@ -28,6 +28,18 @@ use crate::shaders;
 
 const HEADER_WORDS: usize = 16;
 
+/// How many words [`table_words`] gives for `a`, without building them.
+pub fn table_len(a: &TokenAutomaton) -> usize {
+    let d = &a.dfa;
+    HEADER_WORDS
+        + 256
+        + d.trans.len()
+        + a.mask_of_state.len()
+        + a.masks.len()
+        + a.vocab.offsets.len()
+        + a.vocab.bytes.len().div_ceil(4)
+}
+
 /// The table's words for `a` (layout in the module docs).
 pub fn table_words(a: &TokenAutomaton) -> Vec<u32> {
     let d = &a.dfa;
@@ -55,6 +67,7 @@ pub fn table_words(a: &TokenAutomaton) -> Vec<u32> {
             .chunks(4)
             .map(|c| c.iter().rev().fold(0u32, |w, &b| (w << 8) | u32::from(b))),
     );
+    debug_assert_eq!(t.len(), table_len(a));
     t
 }
 

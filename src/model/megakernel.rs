@@ -299,6 +299,30 @@ impl MegaModel {
             + self.grid.as_ref().map_or(0, |g| g.scratch.size())
     }
 
+    /// `kernel` bound to this model's arena, KV cache and parameters, the model's activations
+    /// and sampler, and `scratch`.
+    fn bind(
+        &self,
+        kernel: &Megakernel,
+        ctx: &GpuContext,
+        acts: &Activations,
+        sampler: &SamplerBuffers,
+        scratch: &wgpu::Buffer,
+    ) -> Result<MegaCall> {
+        kernel.bind(
+            ctx,
+            &self.params,
+            &acts.state,
+            &self.arena,
+            &sampler.params,
+            &self.kv,
+            scratch,
+            &acts.tokens,
+            &sampler.counts,
+            &self.gsync,
+        )
+    }
+
     /// The grid version for `workgroups` workgroups: compiled and bound on first use (or when
     /// the count changes).
     pub async fn grid_call(
@@ -314,18 +338,7 @@ impl MegaModel {
             let kernel = Megakernel::new(ctx, self.shape, &self.formats, Some(workgroups)).await?;
             let words = self.shape.scratch(Some(workgroups)).words;
             let scratch = storage(ctx, "megakernel grid scratch", words * 4);
-            let call = kernel.bind(
-                ctx,
-                &self.params,
-                &acts.state,
-                &self.arena,
-                &sampler.params,
-                &self.kv,
-                &scratch,
-                &acts.tokens,
-                &sampler.counts,
-                &self.gsync,
-            )?;
+            let call = self.bind(&kernel, ctx, acts, sampler, &scratch)?;
             self.grid = Some(GridKernel {
                 workgroups,
                 kernel,
@@ -384,19 +397,7 @@ impl MegaModel {
             table.buffer.size(),
         );
         ctx.queue.submit([enc.finish()]);
-        let call = kernel.bind(
-            ctx,
-            &self.params,
-            &acts.state,
-            &self.arena,
-            &sampler.params,
-            &self.kv,
-            &scratch,
-            &acts.tokens,
-            &sampler.counts,
-            &self.gsync,
-        );
-        match call {
+        match self.bind(kernel, ctx, acts, sampler, &scratch) {
             Ok(call) => Ok(ConstrainedCall {
                 call,
                 scratch,

@@ -354,7 +354,7 @@ impl TextModel {
             .get(format, || VocabBytes::from_tokenizer(tokenizer, &stop_ids))?;
         let (states, masks, table_bytes) = constraint.map_or((0, 0, 0), |c| {
             let a = &c.automaton;
-            let words = crate::kernels::constraint::table_words(a).len() as u64;
+            let words = crate::kernels::constraint::table_len(a) as u64;
             (a.n_token_states(), a.n_masks(), words * 4)
         });
         Ok(PreparedFormat {

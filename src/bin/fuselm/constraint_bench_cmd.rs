@@ -7,7 +7,7 @@
 use crate::bench_cmd::{commit, today};
 use fuselm::constraint::{ResponseFormat, VocabBytes};
 use fuselm::gpu::GpuContext;
-use fuselm::kernels::constraint::table_words;
+use fuselm::kernels::constraint::table_len;
 use fuselm::model::{GenerateOptions, LoadOptions, Prompt, Strategy};
 use fuselm::sampling::SamplingOptions;
 use std::error::Error;
@@ -127,7 +127,7 @@ async fn run_async(args: ConstraintBenchArgs) -> Result<(), Box<dyn Error>> {
             "compileMs": compile_ms,
             "states": automaton.n_token_states(),
             "masks": automaton.n_masks(),
-            "tableBytes": table_words(&automaton).len() * 4,
+            "tableBytes": table_len(&automaton) * 4,
             "generations": generations,
         }));
         eprintln!("{name}: compiled in {compile_ms:.1} ms");
