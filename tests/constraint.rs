@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::constraints::{person, schema};
+use common::constraints::{person, schema, ARITHMETIC, JSON_GRAMMAR};
 
 use fuselm::constraint::{ResponseFormat, VocabBytes};
 use fuselm::error::ErrorKind;
@@ -115,25 +115,6 @@ fn check_valid(format: &ResponseFormat, text: &str, complete: bool) {
         ResponseFormat::Text => {}
     }
 }
-
-/// A recursive GBNF grammar (parenthesised expressions).
-const ARITHMETIC: &str = r#"
-root ::= expr
-# terms joined by operators, blanks optional
-expr ::= term (" "? [-+*/] " "? term)*
-term ::= [0-9]{1,3} | "(" expr ")"
-"#;
-
-/// JSON objects in the style of llama.cpp's grammars/json.gbnf (checked by serde_json).
-const JSON_GRAMMAR: &str = r#"
-root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null") ws
-object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
-array  ::= "[" ws ( value ("," ws value)* )? "]" ws
-string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
-number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws
-ws ::= | " " | "\n" [ \t]{0,20}
-"#;
 
 /// Whether `s` is an `ARITHMETIC` expression, by recursive descent (independent of the engine).
 fn arithmetic(s: &str) -> bool {

@@ -249,3 +249,17 @@ fn gemma3_tokenizer_matches_llama_cpp() {
     }
     assert_eq!(n, 42);
 }
+
+/// Constrained greedy on Gemma 3 (262,144 ids; formats and prompts as SmolLM2's in
+/// tests/generate_smollm2.rs) equals the CPU reference model's masked argmax on every strategy
+/// that runs it, up to the first allowed top-2 margin below 0.01. GPU machine only
+/// (`FUSELM_EXACT_ALL=1`, `bench/gpu exact-reference --model gemma3`).
+#[test]
+fn gemma3_constrained_greedy_meets_the_cpu_reference() {
+    if std::env::var_os("FUSELM_EXACT_ALL").is_none() {
+        println!("skipped: FUSELM_EXACT_ALL=1 runs it (the GPU machine)");
+        return;
+    }
+    let (_, bytes) = model();
+    common::constraints::real_model_meets_the_cpu_reference(&bytes, 384);
+}

@@ -326,3 +326,19 @@ fn fused_agrees_with_llama_cpp_before_its_noise() {
         }
     });
 }
+
+/// Constrained greedy on the real model (a JSON Schema, a regex, a GBNF grammar, any JSON
+/// object; two chat prompts) equals the CPU reference model's masked argmax on every strategy,
+/// up to the first allowed top-2 margin below 0.01. GPU machine only (`FUSELM_EXACT_ALL=1`,
+/// `bench/gpu exact-reference`): on lavapipe the mask itself is held bit for bit on this
+/// vocabulary (tests/constraint_mask.rs) and fused's masked greedy to the CPU reference on the
+/// synthetic model (tests/constraint.rs).
+#[test]
+fn constrained_greedy_meets_the_cpu_reference() {
+    if !exact_all() {
+        println!("skipped: FUSELM_EXACT_ALL=1 runs it (the GPU machine)");
+        return;
+    }
+    let bytes = std::fs::read(common::default_model()).unwrap();
+    common::constraints::real_model_meets_the_cpu_reference(&bytes, 384);
+}
