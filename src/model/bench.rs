@@ -162,7 +162,7 @@ struct Workload {
 
 /// A synthetic prompt of `len` token ids: ids 300..20300 (the same prompts for every model with
 /// a real vocabulary), or spread over the whole vocabulary when it is smaller than that.
-fn prompt_of(len: usize, vocab: u32) -> Vec<u32> {
+pub(crate) fn prompt_of(len: usize, vocab: u32) -> Vec<u32> {
     (0..len as u32)
         .map(|i| {
             if vocab > 20_300 {

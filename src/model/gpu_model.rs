@@ -273,6 +273,11 @@ impl GpuModel {
         self.shared.decode_weight_bytes()
     }
 
+    /// The most prompt tokens one prefill batch takes (`LoadOptions::max_batch`).
+    pub fn max_batch(&self) -> u32 {
+        self.shared.acts.max_batch
+    }
+
     pub fn config(&self) -> &ModelConfig {
         &self.shared.config
     }
@@ -549,6 +554,32 @@ impl GpuModel {
             .get(strategy)
             .profile(&self.shared, context, reps)
             .await
+    }
+
+    /// Where one prefill batch spends its time: `prompt` (at most the batch the model was
+    /// loaded for) from position 0, every dispatch of the prefill body timed alone (`reps`
+    /// times, median) and the whole body as one pass. The KV cache's first rows are
+    /// overwritten, so the next generation prefills from scratch.
+    pub async fn profile_prefill(&mut self, prompt: &[u32], reps: u32) -> Result<StepProfile> {
+        let s = &self.shared;
+        let n = prompt.len() as u32;
+        if n == 0 || n > s.acts.max_batch {
+            return Err(FuselmError::InvalidArgument(format!(
+                "profile_prefill: {n} tokens; the model was loaded for batches of 1 to {}",
+                s.acts.max_batch
+            )));
+        }
+        s.check_tokens(prompt, 0)?;
+        self.kv_valid.clear();
+        s.ctx
+            .queue
+            .write_buffer(&s.acts.tokens, 0, bytemuck::cast_slice(prompt));
+        s.write_state(0, n);
+        let calls = s.prefill.roles(&s.weights, n);
+        let body = |p: &mut wgpu::ComputePass<'_>| {
+            let _ = s.prefill.record_body(p, n);
+        };
+        super::profile::profile_step(&s.ctx, &calls, body, n, reps).await
     }
 
     /// A registered strategy (the bench and calibration ask them about their policies).

@@ -12,6 +12,7 @@ mod gpu_model;
 mod gpu_weights;
 mod loader;
 mod megakernel;
+pub mod prefill_bench;
 mod profile;
 mod shared;
 mod step;

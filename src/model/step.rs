@@ -8,6 +8,7 @@
 
 use super::activations::Activations;
 use super::gpu_weights::{LayerWeights, ModelWeights};
+use super::profile::RoleCall;
 use crate::error::Result;
 use crate::gguf::{ModelConfig, RopeStyle as GgufRope};
 use crate::gpu::GpuContext;
@@ -460,6 +461,81 @@ impl Step {
             l.ffn_residual.record(pass, n_tokens)?;
         }
         Ok(())
+    }
+
+    /// The body's dispatches one by one with their roles, for a batch of `n_tokens` tokens
+    /// (at most the batch it was bound for; the profiler times each alone). A matrix role's
+    /// bytes are its weights' (read once per 32-token tile column).
+    pub fn roles(&self, weights: &ModelWeights, n_tokens: u32) -> Vec<RoleCall<'_>> {
+        // Recording fails only for a batch past `max_tokens`, which the caller checks.
+        fn call<'a>(
+            out: &mut Vec<RoleCall<'a>>,
+            role: &'static str,
+            bytes: u64,
+            record: impl Fn(&mut wgpu::ComputePass<'_>) -> Result<()> + 'a,
+        ) {
+            out.push(RoleCall {
+                role,
+                bytes,
+                record: Box::new(move |p| {
+                    let _ = record(p);
+                }),
+            });
+        }
+        let n = n_tokens;
+        let mut out = Vec::new();
+        call(&mut out, "embed", 0, move |p| self.embed.record(p, n));
+        for (l, w) in self.layers.iter().zip(&weights.layers) {
+            call(&mut out, "rms-norm", 0, move |p| l.attn_norm.record(p, n));
+            call(&mut out, "matmul q/k/v", w.wq.gpu_bytes(), move |p| {
+                l.q.record(p, n)
+            });
+            call(&mut out, "matmul q/k/v", w.wk.gpu_bytes(), move |p| {
+                l.k.record(p, n)
+            });
+            call(&mut out, "matmul q/k/v", w.wv.gpu_bytes(), move |p| {
+                l.v.record(p, n)
+            });
+            for c in &l.qkv_bias {
+                call(&mut out, "bias", 0, move |p| c.record(p, n));
+            }
+            for c in &l.qk_norm {
+                call(&mut out, "rms-norm", 0, move |p| c.record(p, n));
+            }
+            call(&mut out, "rope", 0, move |p| l.rope.record(p, n));
+            call(&mut out, "kv-store", 0, move |p| l.kv_store.record(p, n));
+            call(&mut out, "attention", 0, move |p| l.attention.record(p, n));
+            call(&mut out, "matmul o", w.wo.gpu_bytes(), move |p| {
+                l.o.record(p, n)
+            });
+            if let Some(c) = &l.o_bias {
+                call(&mut out, "bias", 0, move |p| c.record(p, n));
+            }
+            if let Some(c) = &l.post_attn_norm {
+                call(&mut out, "rms-norm", 0, move |p| c.record(p, n));
+            }
+            call(&mut out, "residual", 0, move |p| {
+                l.attn_residual.record(p, n)
+            });
+            call(&mut out, "rms-norm", 0, move |p| l.ffn_norm.record(p, n));
+            call(&mut out, "matmul gate/up", w.w_gate.gpu_bytes(), move |p| {
+                l.gate.record(p, n)
+            });
+            call(&mut out, "matmul gate/up", w.w_up.gpu_bytes(), move |p| {
+                l.up.record(p, n)
+            });
+            call(&mut out, "swiglu", 0, move |p| l.swiglu.record(p, n));
+            call(&mut out, "matmul down", w.w_down.gpu_bytes(), move |p| {
+                l.down.record(p, n)
+            });
+            if let Some(c) = &l.post_ffn_norm {
+                call(&mut out, "rms-norm", 0, move |p| c.record(p, n));
+            }
+            call(&mut out, "residual", 0, move |p| {
+                l.ffn_residual.record(p, n)
+            });
+        }
+        out
     }
 
     /// Records the whole step: layers, then the head (the last token's logits, or every

@@ -19,6 +19,8 @@ mod generate_cmd;
 mod model_cmds;
 mod model_file;
 #[cfg(not(target_arch = "wasm32"))]
+mod prefill_bench_cmd;
+#[cfg(not(target_arch = "wasm32"))]
 mod probe_cmd;
 #[cfg(not(target_arch = "wasm32"))]
 mod sim_bench_cmd;
@@ -58,6 +60,8 @@ fn main() -> std::process::ExitCode {
         /// Compile every JSON Schema of a directory over a model's vocabulary and generate with
         /// each (greedy and seeded); print JSON with the outputs, compile times and sizes.
         ConstraintBench(constraint_bench_cmd::ConstraintBenchArgs),
+        /// Time to first token and prefill tok/s per prompt length (--profile per kernel role).
+        PrefillBench(prefill_bench_cmd::PrefillBenchArgs),
         /// Benchmark population rollouts (fused vs unfused simulation) and print JSON.
         SimBench(sim_bench_cmd::SimBenchArgs),
         /// Write a tiny random Llama GGUF (byte vocab, ChatML) for tests.
@@ -73,6 +77,7 @@ fn main() -> std::process::ExitCode {
         Command::Generate(args) => generate_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::ConstraintBench(args) => constraint_bench_cmd::run(args),
+        Command::PrefillBench(args) => prefill_bench_cmd::run(args),
         Command::SimBench(args) => sim_bench_cmd::run(args),
         Command::SyntheticModel(args) => synthetic_cmd::run(args),
     };
