@@ -285,7 +285,9 @@ async fn check_masked(
     let st = state(ctx, pos0 as u32, n_tokens as u32);
     let out = poisoned(ctx, qr * n_tokens);
     let store = KvStore::new(ctx, kv).await.expect("kv_store pipeline");
-    let attention = Attention::new(ctx, kv).await.expect("attention pipeline");
+    let attention = Attention::new(ctx, kv, s.head_dim)
+        .await
+        .expect("attention pipeline");
     let nt = n_tokens as u32;
     let store = store
         .bind(ctx, &s, &st, &kb, &vb, &kc, &vc, nt)
@@ -354,10 +356,38 @@ async fn attention_steps(ctx: &GpuContext, kv: KvFormat) {
     check_masked(ctx, kv, shape(4, 4, 33, 300), masked(0.3, 1000), 250, 5, 8).await;
 }
 
+/// Prefill batches (from `TILED_FROM_TOKENS` tokens: the tiled kernel): partial query blocks,
+/// continuations across key tiles, each head_dim's tile shape (64: 32 keys a tile, 128: 8, 256:
+/// 4, odd 33), a window shorter than a query block.
+async fn prefill_steps(ctx: &GpuContext, kv: KvFormat) {
+    check_step(ctx, kv, shape(9, 3, 64, 200), 0, 40, 11).await;
+    check_step(ctx, kv, shape(9, 3, 64, 300), 100, 37, 12).await;
+    check_step(ctx, kv, shape(4, 2, 128, 100), 0, 16, 13).await;
+    check_step(ctx, kv, shape(4, 4, 33, 120), 50, 17, 14).await;
+    let masked = AttentionMask {
+        scale: 0.0625,
+        window: Some(10),
+    };
+    check_masked(ctx, kv, shape(2, 1, 256, 80), masked, 5, 20, 15).await;
+}
+
 async fn attention_cases() {
-    attention_steps(&context().await, KvFormat::F32).await;
+    let ctx = context().await;
+    attention_steps(&ctx, KvFormat::F32).await;
+    prefill_steps(&ctx, KvFormat::F32).await;
 }
 gpu_test!(kv_store_and_attention_match_reference, attention_cases);
+
+/// The tiled kernel on the short cases too (single tokens, decode past 256 keys, windows).
+async fn attention_tiled_cases() {
+    let mut options = fuselm::gpu::ContextOptions::default();
+    options.tuning.attention_tiled_from = Some(1);
+    let ctx = GpuContext::with_options(options)
+        .await
+        .expect("a GPU context");
+    attention_steps(&ctx, KvFormat::F32).await;
+}
+gpu_test!(tiled_attention_matches_reference, attention_tiled_cases);
 
 /// The f16 cache: stored values are f16-rounded (within one f16 ulp of the CPU's rounding) and
 /// attention over them matches the reference run on the same stored values.
@@ -366,7 +396,7 @@ async fn attention_f16_cases() {
     if !ctx.has(wgpu::Features::SHADER_F16) {
         report("skipped: the adapter has no SHADER_F16, so the f16 KV cache is not used here");
         assert!(
-            Attention::new(&ctx, KvFormat::F16).await.is_err(),
+            Attention::new(&ctx, KvFormat::F16, 64).await.is_err(),
             "F16 must be refused"
         );
         return;
@@ -392,7 +422,7 @@ async fn chained_steps() {
     let (rope, store, attention, advance) = (
         Rope::new(&ctx).await.expect("rope"),
         KvStore::new(&ctx, KvFormat::F32).await.expect("kv_store"),
-        Attention::new(&ctx, KvFormat::F32)
+        Attention::new(&ctx, KvFormat::F32, s.head_dim)
             .await
             .expect("attention"),
         Advance::new(&ctx).await.expect("advance"),

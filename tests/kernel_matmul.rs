@@ -261,7 +261,27 @@ fn tile_edges(format: WeightFormat) -> Vec<(usize, usize, usize)> {
 }
 
 async fn matmul_tile_edges() {
-    let ctx = context().await;
+    tile_edges_on(&context().await).await;
+}
+gpu_test!(matmul_tile_edges_match_reference, matmul_tile_edges);
+
+/// The same edges through matmul_wide.wgsl's 64-row x 64-token tiles and 32-value slabs (used
+/// from `WIDE_FROM_TOKENS` tokens; forced here from one token).
+async fn matmul_wide_tile_edges() {
+    let mut options = fuselm::gpu::ContextOptions::default();
+    options.tuning.matmul_wide_from = Some(1);
+    let ctx = GpuContext::with_options(options)
+        .await
+        .expect("a GPU context");
+    tile_edges_on(&ctx).await;
+}
+gpu_test!(
+    matmul_wide_tile_edges_match_reference,
+    matmul_wide_tile_edges
+);
+
+async fn tile_edges_on(ctx: &GpuContext) {
+    let ctx = ctx;
     for (i, format) in WeightFormat::ALL.into_iter().enumerate() {
         let kernel = MatMul::new(&ctx, format).await.expect("matmul pipeline");
         for (j, (k, n, n_tokens)) in tile_edges(format).into_iter().enumerate() {
@@ -278,7 +298,6 @@ async fn matmul_tile_edges() {
         }
     }
 }
-gpu_test!(matmul_tile_edges_match_reference, matmul_tile_edges);
 
 /// SmolLM2-135M's prefill shapes at a 128-token batch: gate/up (k 576, n 1536) and down
 /// (k 1536, n 576) in Q4_1, many slabs and several token tiles.
@@ -290,6 +309,8 @@ async fn matmul_smollm2_prefill_shapes() {
         .expect("pipeline");
     check_matmul(&ctx, &kernel, 576, 1536, 128, None, 500).await;
     check_matmul(&ctx, &kernel, 1536, 576, 128, None, 501).await;
+    // The wide tile (batches from 256 tokens), a partial last token tile.
+    check_matmul(&ctx, &kernel, 576, 192, 300, None, 502).await;
 }
 // Native only: the same WGSL as the browser's matmul tests at a size SwiftShader takes about a
 // minute for (two products of 113 M multiply-adds and their CPU reference).

@@ -120,10 +120,15 @@ struct AttentionParams {
 const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
 /// `out[t][h] = softmax(q[t][h] · K[g]^T / sqrt(head_dim)) V[g]` over cache positions
-/// `0..=state.pos + t`, `g = h / (n_head / n_head_kv)`. One workgroup per (head, token).
+/// `0..=state.pos + t`, `g = h / (n_head / n_head_kv)`. Short batches: one workgroup per
+/// (head, token) (`shaders/attention.wgsl`); batches from [`TILED_FROM_TOKENS`] tokens: one per
+/// (head, block of query tokens) sharing each tile of keys and values through workgroup memory
+/// (`shaders/attention_tiled.wgsl`, compiled for one head_dim).
 #[derive(Debug, Clone)]
 pub struct Attention {
     pipeline: Pipeline,
+    tiled: Pipeline,
+    tile: Tile,
     kv: KvFormat,
 }
 
@@ -131,14 +136,58 @@ pub struct Attention {
 #[derive(Debug, Clone)]
 pub struct AttentionCall {
     bound: Bound,
+    tiled: Bound,
+    block: u32,
+    tiled_from: u32,
     n_head: u32,
     max_tokens: u32,
     max_dim: u32,
 }
 
+/// Batches of at least this many tokens use the tiled kernel (`KernelTuning::attention_tiled_from`
+/// overrides it). Measured in bench/NOTES.md ("Prefill").
+pub const TILED_FROM_TOKENS: u32 = 16;
+
+/// The tiled kernel's blocks for one head_dim: `bq` query tokens per workgroup, keys visited `bk`
+/// at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tile {
+    pub head_dim: u32,
+    pub bq: u32,
+    pub bk: u32,
+}
+
+impl Tile {
+    /// Floats of workgroup memory the tiled kernel may use (16 KiB, WebGPU's default limit,
+    /// less a few words of its own).
+    const FLOATS: u32 = 4_000;
+
+    /// 16 query tokens (8 past head_dim 128) and the most keys, a power of two up to 64, whose
+    /// queries, keys (rows padded by one float), scores and row sums fit [`Tile::FLOATS`].
+    pub fn for_head_dim(head_dim: u32) -> Self {
+        let hd = head_dim.clamp(1, MAX_HEAD_DIM);
+        let bq = if hd <= 128 { 16 } else { 8 };
+        let room = Self::FLOATS - bq * hd - 2 * bq;
+        let most = (room / (hd + 1 + bq)).clamp(1, 64);
+        Self {
+            head_dim: hd,
+            bq,
+            bk: 1 << most.ilog2(),
+        }
+    }
+
+    fn prelude(&self) -> String {
+        format!(
+            "const HD: u32 = {}u;\nconst BQ: u32 = {}u;\nconst BK: u32 = {}u;\n",
+            self.head_dim, self.bq, self.bk
+        )
+    }
+}
+
 impl Attention {
-    /// An attention kernel over a `kv`-typed cache (F16 fails without SHADER_F16).
-    pub async fn new(ctx: &GpuContext, kv: KvFormat) -> Result<Self> {
+    /// An attention kernel over a `kv`-typed cache (F16 fails without SHADER_F16), its tiled
+    /// variant for heads of `head_dim`.
+    pub async fn new(ctx: &GpuContext, kv: KvFormat, head_dim: u32) -> Result<Self> {
         let source = compose(&[kv.prelude(ctx)?, shaders::COMMON, shaders::ATTENTION]);
         let slots = [
             Slot::Uniform,
@@ -149,7 +198,25 @@ impl Attention {
             Slot::ReadWrite,
         ];
         let pipeline = Pipeline::new(ctx, "attention", &source, &slots).await?;
-        Ok(Self { pipeline, kv })
+        let tile = Tile::for_head_dim(head_dim);
+        let source = compose(&[
+            kv.prelude(ctx)?,
+            shaders::COMMON,
+            &tile.prelude(),
+            shaders::ATTENTION_TILED,
+        ]);
+        let tiled = Pipeline::new(ctx, "attention_tiled", &source, &slots).await?;
+        Ok(Self {
+            pipeline,
+            tiled,
+            tile,
+            kv,
+        })
+    }
+
+    /// The tiled kernel's blocks.
+    pub fn tile(&self) -> Tile {
+        self.tile
     }
 
     /// * `q`, `out`: `[max_tokens, n_head, head_dim]`;
@@ -213,12 +280,18 @@ impl Attention {
             _pad: [0; 2],
         };
         let n_head = check_dim(u64::from(shape.n_head), max_groups(ctx))?;
+        let buffers = [state.into(), q.into(), k_cache, v_cache, out.into()];
+        // The tiled kernel is compiled for one head_dim; another shape keeps the per-token one.
+        let tiled_from = match ctx.tuning().attention_tiled_from {
+            _ if shape.head_dim != self.tile.head_dim => 0,
+            Some(n) => n,
+            None => TILED_FROM_TOKENS,
+        };
         Ok(AttentionCall {
-            bound: self.pipeline.bind(
-                ctx,
-                &params,
-                &[state.into(), q.into(), k_cache, v_cache, out.into()],
-            )?,
+            bound: self.pipeline.bind(ctx, &params, &buffers)?,
+            tiled: self.tiled.bind(ctx, &params, &buffers)?,
+            block: self.tile.bq,
+            tiled_from,
             n_head,
             max_tokens,
             max_dim: max_groups(ctx),
@@ -229,8 +302,13 @@ impl Attention {
 impl AttentionCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("attention", n_tokens, self.max_tokens)?;
-        let y = check_dim(u64::from(n_tokens), self.max_dim)?;
-        self.bound.dispatch(pass, [self.n_head, y, 1]);
+        if self.tiled_from > 0 && n_tokens >= self.tiled_from {
+            let y = check_dim(u64::from(n_tokens.div_ceil(self.block)), self.max_dim)?;
+            self.tiled.dispatch(pass, [self.n_head, y, 1]);
+        } else {
+            let y = check_dim(u64::from(n_tokens), self.max_dim)?;
+            self.bound.dispatch(pass, [self.n_head, y, 1]);
+        }
         Ok(())
     }
 }

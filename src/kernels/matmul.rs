@@ -23,23 +23,34 @@ const _: () = assert!(std::mem::size_of::<MatMulParams>() == 16);
 pub const TOKENS_PER_WORKGROUP: u32 = 32;
 /// Weight rows per workgroup tile in matmul.wgsl (`ROWS`).
 pub const ROWS_PER_WORKGROUP: u32 = 32;
+/// Tokens and weight rows per workgroup tile in matmul_wide.wgsl (`TOKENS`, `ROWS`).
+pub const WIDE_TOKENS: u32 = 64;
+pub const WIDE_ROWS: u32 = 64;
+/// Batches of at least this many tokens use matmul_wide.wgsl (`KernelTuning::matmul_wide_from`
+/// overrides it). Measured in bench/NOTES.md ("Prefill").
+pub const WIDE_FROM_TOKENS: u32 = 256;
 
 /// `Y[t][r] = sum_c W[r][c] X[t][c]` for `t < state.n_tokens`: `X [n_tokens, k] · W^T`.
 /// A tiled GEMM: each workgroup computes 32 rows x 32 tokens, decoding every weight unit of
-/// its rows once into workgroup memory (design in `shaders/matmul.wgsl`). One pipeline per
-/// weight format.
+/// its rows once into workgroup memory (design in `shaders/matmul.wgsl`); batches from
+/// [`WIDE_FROM_TOKENS`] tokens use 64 x 64 tiles with 4 x 4 outer products per invocation
+/// (`shaders/matmul_wide.wgsl`). Two pipelines per weight format.
 #[derive(Debug, Clone)]
 pub struct MatMul {
     pipeline: Pipeline,
+    wide: Pipeline,
     format: WeightFormat,
 }
 
 /// [`MatMul`] bound to a weight and buffers: one dispatch per weight chunk.
 #[derive(Debug, Clone)]
 pub struct MatMulCall {
-    chunks: Vec<(Bound, (u32, u32))>,
+    /// Per weight chunk: the 32 x 32 tile's call and grid, the 64 x 64 tile's.
+    chunks: Vec<[(Bound, (u32, u32)); 2]>,
     max_tokens: u32,
     max_dim: u32,
+    /// Batches from this many tokens use the wide tile.
+    wide_from: u32,
 }
 
 impl MatMul {
@@ -53,7 +64,13 @@ impl MatMul {
             Slot::ReadWrite,
         ];
         let pipeline = Pipeline::new(ctx, "matmul", &source, &slots).await?;
-        Ok(Self { pipeline, format })
+        let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL_WIDE]);
+        let wide = Pipeline::new(ctx, "matmul_wide", &source, &slots).await?;
+        Ok(Self {
+            pipeline,
+            wide,
+            format,
+        })
     }
 
     pub fn format(&self) -> WeightFormat {
@@ -89,24 +106,22 @@ impl MatMul {
                     row0: c.row0,
                     n: w.n,
                 };
-                let g = grid(
-                    u64::from(c.rows.div_ceil(ROWS_PER_WORKGROUP)),
-                    max_groups(ctx),
-                )?;
-                Ok((
-                    self.pipeline.bind(
-                        ctx,
-                        &params,
-                        &[state.into(), c.binding(), x.into(), y.into()],
-                    )?,
-                    g,
-                ))
+                let buffers = [state.into(), c.binding(), x.into(), y.into()];
+                let tile = |rows: u32| grid(u64::from(c.rows.div_ceil(rows)), max_groups(ctx));
+                Ok([
+                    (
+                        self.pipeline.bind(ctx, &params, &buffers)?,
+                        tile(ROWS_PER_WORKGROUP)?,
+                    ),
+                    (self.wide.bind(ctx, &params, &buffers)?, tile(WIDE_ROWS)?),
+                ])
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(MatMulCall {
             chunks,
             max_tokens,
             max_dim: max_groups(ctx),
+            wide_from: ctx.tuning().matmul_wide_from.unwrap_or(WIDE_FROM_TOKENS),
         })
     }
 }
@@ -114,11 +129,15 @@ impl MatMul {
 impl MatMulCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("matmul", n_tokens, self.max_tokens)?;
-        let z = check_dim(
-            u64::from(n_tokens.div_ceil(TOKENS_PER_WORKGROUP)),
-            self.max_dim,
-        )?;
-        for (bound, (gx, gy)) in &self.chunks {
+        let wide = self.wide_from > 0 && n_tokens >= self.wide_from;
+        let tokens = if wide {
+            WIDE_TOKENS
+        } else {
+            TOKENS_PER_WORKGROUP
+        };
+        let z = check_dim(u64::from(n_tokens.div_ceil(tokens)), self.max_dim)?;
+        for chunk in &self.chunks {
+            let (bound, (gx, gy)) = &chunk[usize::from(wide)];
             bound.dispatch(pass, [*gx, *gy, z]);
         }
         Ok(())

@@ -73,7 +73,9 @@ pub mod weights;
 
 pub use add::{Add, AddCall};
 pub use argmax::{Argmax, ArgmaxCall};
-pub use attention::{Attention, AttentionCall, AttentionMask, AttentionShape, KvFormat};
+pub use attention::{
+    Attention, AttentionCall, AttentionMask, AttentionShape, KvFormat, Tile, TILED_FROM_TOKENS,
+};
 pub use binding::{stack_views, BufferView, Res};
 pub use embed::{Embed, EmbedCall};
 pub use fused_layer::{
@@ -82,7 +84,7 @@ pub use fused_layer::{
     LayerVectors, NO_VECTOR,
 };
 pub use kv_store::{KvStore, KvStoreCall};
-pub use matmul::{MatMul, MatMulCall};
+pub use matmul::{MatMul, MatMulCall, WIDE_FROM_TOKENS};
 pub use matvec::{MatVec, MatVecCall};
 pub use rms_norm::{RmsNorm, RmsNormCall, RmsRows};
 pub use rope::{Rope, RopeCall, RopeExtension, RopeStyle};

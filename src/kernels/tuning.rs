@@ -60,6 +60,13 @@ pub struct KernelTuning {
     pub attention_heads_per_group: Option<u32>,
     /// Lanes per row of the output head (`head_logits`; 32, 64, 128 or 256). Default: 32.
     pub head_lanes: Option<u32>,
+    /// Prefill batches of at least this many tokens use the 64 x 64 matrix tile
+    /// (`matmul_wide.wgsl`) instead of the 32 x 32 one (`matmul.wgsl`); 0 never. Default:
+    /// [`crate::kernels::WIDE_FROM_TOKENS`].
+    pub matmul_wide_from: Option<u32>,
+    /// Prefill batches of at least this many tokens use the tiled attention kernel
+    /// (`attention_tiled.wgsl`); 0 never. Default: [`crate::kernels::TILED_FROM_TOKENS`].
+    pub attention_tiled_from: Option<u32>,
     /// Workgroups of the grid megakernel (strategy `megakernel-grid`; at least 1, and within
     /// the adapter's dispatch limit when it runs). Default: what its occupancy discovery
     /// measures on the adapter (1 on a software adapter).
@@ -75,7 +82,7 @@ struct Parameter {
     field: fn(&mut KernelTuning) -> &mut Option<u32>,
 }
 
-const PARAMETERS: [Parameter; 16] = [
+const PARAMETERS: [Parameter; 18] = [
     Parameter {
         name: "o-split",
         var: "FUSELM_O_SPLIT",
@@ -165,6 +172,18 @@ const PARAMETERS: [Parameter; 16] = [
         var: "FUSELM_HEAD_LANES",
         ok: |v| [32, 64, 128, 256].contains(&v),
         field: |t| &mut t.head_lanes,
+    },
+    Parameter {
+        name: "matmul-wide-from",
+        var: "FUSELM_MATMUL_WIDE_FROM",
+        ok: |_| true,
+        field: |t| &mut t.matmul_wide_from,
+    },
+    Parameter {
+        name: "attention-tiled-from",
+        var: "FUSELM_ATTENTION_TILED_FROM",
+        ok: |_| true,
+        field: |t| &mut t.attention_tiled_from,
     },
     Parameter {
         name: "grid-workgroups",

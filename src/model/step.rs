@@ -34,7 +34,12 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    pub async fn new(ctx: &GpuContext, weights: &ModelWeights, kv: KvFormat) -> Result<Self> {
+    pub async fn new(
+        ctx: &GpuContext,
+        weights: &ModelWeights,
+        kv: KvFormat,
+        head_dim: u32,
+    ) -> Result<Self> {
         let mut formats = vec![weights.tok_embd.format, weights.head().format];
         for l in &weights.layers {
             for w in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
@@ -56,7 +61,7 @@ impl Kernels {
             matmul,
             rope: Rope::new(ctx).await?,
             kv_store: KvStore::new(ctx, kv).await?,
-            attention: Attention::new(ctx, kv).await?,
+            attention: Attention::new(ctx, kv, head_dim).await?,
             swiglu: SwiGlu::new(ctx).await?,
             add: Add::new(ctx).await?,
         })
