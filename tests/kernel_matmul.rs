@@ -281,12 +281,11 @@ gpu_test!(
 );
 
 async fn tile_edges_on(ctx: &GpuContext) {
-    let ctx = ctx;
     for (i, format) in WeightFormat::ALL.into_iter().enumerate() {
-        let kernel = MatMul::new(&ctx, format).await.expect("matmul pipeline");
+        let kernel = MatMul::new(ctx, format).await.expect("matmul pipeline");
         for (j, (k, n, n_tokens)) in tile_edges(format).into_iter().enumerate() {
             check_matmul(
-                &ctx,
+                ctx,
                 &kernel,
                 k,
                 n,
