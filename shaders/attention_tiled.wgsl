@@ -1,20 +1,28 @@
 // Prefill attention, tiled (flash-style): the same product as attention.wgsl,
 //   out[t][h] = sum_{j visible to t} softmax_j(q[t][h] . K[g][j] * scale) V[g][j],
-// with the keys of a query block shared through workgroup memory.
+// with each tile of keys and values loaded once for a block of query tokens.
 //
-// One workgroup of WG = 128 per (query head h, block of BQ tokens). The block's queries
-// (pre-scaled) sit in workgroup memory; the keys its tokens see are visited in tiles of BK
-// positions: the tile's keys are loaded once for the BQ queries (attention.wgsl loads every
-// key once per query), the BQ x BK scores computed from workgroup memory, each query row's
-// running max and sum updated (online softmax, one invocation per row), then the tile's values
-// are loaded over the keys and every invocation updates its HD * BQ / WG output values.
-// K and V rows are stored HD + 1 floats apart, so the invocations of a warp that read
-// consecutive keys' same dimension hit distinct banks.
+// One workgroup of WG = 128 per (query head h, block of BQ tokens). The block's queries (pre-
+// scaled, as vec4s) sit in workgroup memory; the keys its tokens see are visited BK at a time:
+//   1. the tile's keys (already in registers: loaded during the previous tile's products) go to
+//      workgroup memory; barrier;
+//   2. scores: each invocation computes a 2 x 2 block (two query rows x two keys) as four
+//      independent dot products over vec4s (where a head is wide, DS invocations split the
+//      dims and their partial scores are added); barrier;
+//   3. the tile's values go to workgroup memory (over the keys); online softmax: WG / BQ
+//      invocations per query row each take the max of a few scores, combine the row's maxima
+//      through workgroup memory, turn their scores into probabilities and keep a partial row
+//      sum (combined once at the end); the next tile's keys and values are loaded; barrier;
+//   4. each invocation updates two query rows x one vec4 of dims of the output, over the BK
+//      keys; barrier.
+// Every loop has a constant trip count, so the loads of a step are issued together. K and V
+// rows are stored HD4 + 1 vec4s apart: invocations that read consecutive keys' same vec4 hit
+// distinct banks.
 //
-// BQ, BK and HD (the head dim) come from the prelude the host composes (kernels::attention:
-// BQ * HD + BK * (HD + 1) + BQ * BK + 2 * BQ floats within 16 KiB of workgroup memory).
-// Causality and the sliding window are per query row (keys j <= pos + t, j > pos + t - window);
-// tokens past state.n_tokens are masked and not written.
+// HD (head dim), BQ, BK and PART (partial scores' floats: 1 unless DS > 1) come from the prelude the host composes (kernels::attention::Tile:
+// 16 KiB of workgroup memory at most). Causality and the sliding window are per query row
+// (keys j <= pos + t, j > pos + t - window); tokens past state.n_tokens are masked and not
+// written.
 
 struct Params {
     n_head: u32,
@@ -35,15 +43,25 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // [n_tokens, n_head, head_dim]
 
 const WG: u32 = 128u;
-const KS: u32 = HD + 1u; // row stride of kv_sh
 const NEG_MAX: f32 = -3.40282e38; // finite: exp(NEG_MAX - m) is 0, never NaN
-const OUTS: u32 = (BQ * HD + WG - 1u) / WG; // output values per invocation
+const HD4: u32 = (HD + 3u) / 4u;  // vec4s per head row (zero-padded)
+const KS4: u32 = HD4 + 1u;        // row stride of kv_sh in vec4s
+const JK: u32 = BK / 2u;          // key pairs of a tile
+const JOBS: u32 = (BQ / 2u) * JK; // 2 x 2 score blocks
+const DS: u32 = WG / JOBS;        // invocations per score block (along the dims)
+const D4S: u32 = (HD4 + DS - 1u) / DS;
+const TPR: u32 = WG / BQ;         // softmax invocations per query row
+const SPT: u32 = (BK + TPR - 1u) / TPR;
+const LD: u32 = (BK * HD4 + WG - 1u) / WG;        // K (and V) vec4s each invocation loads
+const PVJ: u32 = (BQ / 2u) * HD4;                 // output jobs: two rows x one vec4
+const PVI: u32 = (PVJ + WG - 1u) / WG;
 
-var<workgroup> q_sh: array<f32, BQ * HD>;
-var<workgroup> kv_sh: array<f32, BK * KS>;
+var<workgroup> q_sh: array<vec4<f32>, BQ * HD4>;
+var<workgroup> kv_sh: array<vec4<f32>, BK * KS4>;
 var<workgroup> s_sh: array<f32, BQ * BK>;
+var<workgroup> part_sh: array<f32, PART>; // DS > 1: [DS][JOBS][4] partial scores
+var<workgroup> red: array<f32, WG>;
 var<workgroup> corr_sh: array<f32, BQ>;
-var<workgroup> l_sh: array<f32, BQ>;
 var<workgroup> span_sh: vec2<u32>;
 
 // Keys visible to query token t: [first, len).
@@ -54,6 +72,42 @@ fn span(t: u32) -> vec2<u32> {
         first = len - p.window;
     }
     return vec2<u32>(first, len);
+}
+
+// Element e (key e / HD4, dims 4 (e % HD4) ..) of the K or V tile at c0; zero past `end` and
+// past the head.
+fn k4(base: u32, c0: u32, e: u32, end: u32) -> vec4<f32> {
+    var v = vec4<f32>();
+    let j = e / HD4;
+    let d = 4u * (e % HD4);
+    if e < BK * HD4 && c0 + j < end {
+        let b = base + (c0 + j) * HD + d;
+        for (var c = 0u; c < 4u; c++) {
+            if d + c < HD {
+                v[c] = f32(k_cache[b + c]);
+            }
+        }
+    }
+    return v;
+}
+
+fn v4(base: u32, c0: u32, e: u32, end: u32) -> vec4<f32> {
+    var v = vec4<f32>();
+    let j = e / HD4;
+    let d = 4u * (e % HD4);
+    if e < BK * HD4 && c0 + j < end {
+        let b = base + (c0 + j) * HD + d;
+        for (var c = 0u; c < 4u; c++) {
+            if d + c < HD {
+                v[c] = f32(v_cache[b + c]);
+            }
+        }
+    }
+    return v;
+}
+
+fn visible(s: vec2<u32>, c: u32) -> bool {
+    return c >= s.x && c < s.y;
 }
 
 @compute @workgroup_size(WG)
@@ -74,108 +128,188 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if keys.y <= keys.x {
         return;
     }
-    let kv_base = (h / (p.n_head / p.n_head_kv)) * p.n_ctx * HD;
-    for (var e = lid; e < BQ * HD; e += WG) {
-        let r = e / HD;
-        var v = 0.0;
-        if r < rows {
-            v = q[((t0 + r) * p.n_head + h) * HD + e % HD] * p.scale;
+    let base = (h / (p.n_head / p.n_head_kv)) * p.n_ctx * HD;
+    for (var i = 0u; i < (BQ * HD4 + WG - 1u) / WG; i++) {
+        let e = lid + i * WG;
+        if e < BQ * HD4 {
+            let r = e / HD4;
+            let d = 4u * (e % HD4);
+            var v = vec4<f32>();
+            if r < rows {
+                let b = ((t0 + r) * p.n_head + h) * HD + d;
+                for (var c = 0u; c < 4u; c++) {
+                    if d + c < HD {
+                        v[c] = q[b + c] * p.scale;
+                    }
+                }
+            }
+            q_sh[e] = v;
         }
-        q_sh[e] = v;
     }
-    // Row statistics live with invocation r < BQ (its row's max) and in l_sh / corr_sh.
-    var m = NEG_MAX;
-    var row_span = vec2<u32>(0u, 0u);
-    if lid < rows {
-        row_span = span(t0 + lid);
-        l_sh[lid] = 0.0;
+
+    // Score role: rows r0, r0 + 1 x keys ja, jb; dims slice `slice`.
+    let job = lid % JOBS;
+    let slice = lid / JOBS;
+    let r0 = 2u * (job / JK);
+    let ja = job % JK;
+    let jb = ja + JK;
+    // Softmax role: row sr, scores sub, sub + TPR, ...
+    let sr = lid / TPR;
+    let sub = lid % TPR;
+    var sspan = vec2<u32>(0u, 0u);
+    if sr < rows {
+        sspan = span(t0 + sr);
     }
-    var acc = array<f32, OUTS>();
+    var m = NEG_MAX; // row sr's running max
+    var l = 0.0;     // this invocation's part of row sr's running sum
+
+    var kreg = array<vec4<f32>, LD>();
+    var vreg = array<vec4<f32>, LD>();
+    for (var i = 0u; i < LD; i++) {
+        kreg[i] = k4(base, keys.x, lid + i * WG, keys.y);
+        vreg[i] = v4(base, keys.x, lid + i * WG, keys.y);
+    }
+    var acc = array<vec4<f32>, 2u * PVI>();
 
     for (var c0 = keys.x; c0 < keys.y; c0 += BK) {
-        let n = min(BK, keys.y - c0);
-        // Keys of the tile.
-        for (var e = lid; e < BK * HD; e += WG) {
-            let j = e / HD;
-            var v = 0.0;
-            if j < n {
-                v = f32(k_cache[kv_base + (c0 + j) * HD + e % HD]);
+        // 1. Keys.
+        for (var i = 0u; i < LD; i++) {
+            let e = lid + i * WG;
+            if e < BK * HD4 {
+                kv_sh[(e / HD4) * KS4 + e % HD4] = kreg[i];
             }
-            kv_sh[j * KS + e % HD] = v;
         }
         workgroupBarrier();
-        // Scores.
-        for (var e = lid; e < BQ * BK; e += WG) {
-            let r = e / BK;
-            let j = e % BK;
-            var s = 0.0;
-            for (var d = 0u; d < HD; d++) {
-                s = fma(q_sh[r * HD + d], kv_sh[j * KS + d], s);
+        // 2. Scores.
+        var s00 = 0.0;
+        var s01 = 0.0;
+        var s10 = 0.0;
+        var s11 = 0.0;
+        for (var i = 0u; i < D4S; i++) {
+            let d4 = slice * D4S + i;
+            if d4 < HD4 {
+                let qa = q_sh[r0 * HD4 + d4];
+                let qb = q_sh[(r0 + 1u) * HD4 + d4];
+                let ka = kv_sh[ja * KS4 + d4];
+                let kb = kv_sh[jb * KS4 + d4];
+                s00 += dot(qa, ka);
+                s01 += dot(qa, kb);
+                s10 += dot(qb, ka);
+                s11 += dot(qb, kb);
             }
-            s_sh[e] = s;
         }
-        workgroupBarrier();
-        // Online softmax, one invocation per query row.
-        if lid < rows {
-            var cmax = NEG_MAX;
-            for (var j = 0u; j < n; j++) {
-                let c = c0 + j;
-                if c >= row_span.x && c < row_span.y {
-                    cmax = max(cmax, s_sh[lid * BK + j]);
+        if DS == 1u {
+            s_sh[r0 * BK + ja] = s00;
+            s_sh[r0 * BK + jb] = s01;
+            s_sh[(r0 + 1u) * BK + ja] = s10;
+            s_sh[(r0 + 1u) * BK + jb] = s11;
+        } else {
+            let pb = slice * JOBS * 4u + 4u * job;
+            part_sh[pb] = s00;
+            part_sh[pb + 1u] = s01;
+            part_sh[pb + 2u] = s10;
+            part_sh[pb + 3u] = s11;
+            workgroupBarrier();
+            if lid < JOBS {
+                var t = vec4<f32>();
+                for (var s = 0u; s < DS; s++) {
+                    let b = s * JOBS * 4u + 4u * lid;
+                    t += vec4<f32>(part_sh[b], part_sh[b + 1u], part_sh[b + 2u], part_sh[b + 3u]);
                 }
+                s_sh[r0 * BK + ja] = t.x;
+                s_sh[r0 * BK + jb] = t.y;
+                s_sh[(r0 + 1u) * BK + ja] = t.z;
+                s_sh[(r0 + 1u) * BK + jb] = t.w;
             }
-            let m_new = max(m, cmax);
-            var sum = 0.0;
-            for (var j = 0u; j < BK; j++) {
-                let c = c0 + j;
+        }
+        workgroupBarrier();
+        // 3. Values (kv_sh is free now), the softmax, the next tile's loads.
+        for (var i = 0u; i < LD; i++) {
+            let e = lid + i * WG;
+            if e < BK * HD4 {
+                kv_sh[(e / HD4) * KS4 + e % HD4] = vreg[i];
+            }
+        }
+        var mx = NEG_MAX;
+        for (var i = 0u; i < SPT; i++) {
+            let j = sub + i * TPR;
+            if j < BK && visible(sspan, c0 + j) {
+                mx = max(mx, s_sh[sr * BK + j]);
+            }
+        }
+        red[lid] = mx;
+        workgroupBarrier();
+        var m_new = m;
+        for (var k = 0u; k < TPR; k++) {
+            m_new = max(m_new, red[sr * TPR + k]);
+        }
+        let corr = exp(m - m_new);
+        var sum = 0.0;
+        for (var i = 0u; i < SPT; i++) {
+            let j = sub + i * TPR;
+            if j < BK {
                 var e = 0.0;
-                if j < n && c >= row_span.x && c < row_span.y {
-                    e = exp(s_sh[lid * BK + j] - m_new);
+                if visible(sspan, c0 + j) {
+                    e = exp(s_sh[sr * BK + j] - m_new);
                 }
-                s_sh[lid * BK + j] = e;
+                s_sh[sr * BK + j] = e;
                 sum += e;
             }
-            let corr = exp(m - m_new);
-            corr_sh[lid] = corr;
-            l_sh[lid] = l_sh[lid] * corr + sum;
-            m = m_new;
-        } else if lid < BQ {
-            for (var j = 0u; j < BK; j++) {
-                s_sh[lid * BK + j] = 0.0;
-            }
-            corr_sh[lid] = 1.0;
         }
-        // Values of the tile, over the keys.
-        workgroupBarrier();
-        for (var e = lid; e < BK * HD; e += WG) {
-            let j = e / HD;
-            var v = 0.0;
-            if j < n {
-                v = f32(v_cache[kv_base + (c0 + j) * HD + e % HD]);
+        l = l * corr + sum;
+        m = m_new;
+        if sub == 0u {
+            corr_sh[sr] = corr;
+        }
+        let cn = c0 + BK;
+        if cn < keys.y {
+            for (var i = 0u; i < LD; i++) {
+                kreg[i] = k4(base, cn, lid + i * WG, keys.y);
+                vreg[i] = v4(base, cn, lid + i * WG, keys.y);
             }
-            kv_sh[j * KS + e % HD] = v;
         }
         workgroupBarrier();
-        for (var i = 0u; i < OUTS; i++) {
-            let e = lid + i * WG;
-            if e < BQ * HD {
-                let r = e / HD;
-                let d = e % HD;
-                var a = acc[i] * corr_sh[r];
-                for (var j = 0u; j < n; j++) {
-                    a = fma(s_sh[r * BK + j], kv_sh[j * KS + d], a);
+        // 4. Outputs.
+        for (var it = 0u; it < PVI; it++) {
+            let o = lid + it * WG;
+            if o < PVJ {
+                let rp = 2u * (o / HD4);
+                let d4 = o % HD4;
+                var a0 = acc[2u * it] * corr_sh[rp];
+                var a1 = acc[2u * it + 1u] * corr_sh[rp + 1u];
+                for (var j = 0u; j < BK; j++) {
+                    let v = kv_sh[j * KS4 + d4];
+                    a0 = fma(vec4<f32>(s_sh[rp * BK + j]), v, a0);
+                    a1 = fma(vec4<f32>(s_sh[(rp + 1u) * BK + j]), v, a1);
                 }
-                acc[i] = a;
+                acc[2u * it] = a0;
+                acc[2u * it + 1u] = a1;
             }
         }
-        workgroupBarrier(); // kv_sh and s_sh are overwritten by the next tile
+        workgroupBarrier(); // kv_sh, s_sh and red are overwritten by the next tile
     }
-    for (var i = 0u; i < OUTS; i++) {
-        let e = lid + i * WG;
-        if e < BQ * HD {
-            let r = e / HD;
-            if r < rows {
-                out[((t0 + r) * p.n_head + h) * HD + e % HD] = acc[i] / l_sh[r];
+    // Row sums: the softmax invocations' parts.
+    red[lid] = l;
+    workgroupBarrier();
+    for (var it = 0u; it < PVI; it++) {
+        let o = lid + it * WG;
+        if o < PVJ {
+            let rp = 2u * (o / HD4);
+            let d = 4u * (o % HD4);
+            for (var k = 0u; k < 2u; k++) {
+                let r = rp + k;
+                if r < rows {
+                    var lr = 0.0;
+                    for (var s = 0u; s < TPR; s++) {
+                        lr += red[r * TPR + s];
+                    }
+                    let b = ((t0 + r) * p.n_head + h) * HD + d;
+                    for (var c = 0u; c < 4u; c++) {
+                        if d + c < HD {
+                            out[b + c] = acc[2u * it + k][c] / lr;
+                        }
+                    }
+                }
             }
         }
     }

@@ -13,8 +13,9 @@
 //      weights' vec4s of a warp contiguous and its X vec4s shared (a broadcast); the next
 //      slab's raw weight words and X values are already in flight;
 //   3. barrier, next slab.
-// matmul.wgsl stays the kernel for short batches: at 128 tokens a 64 x 64 tile leaves most of a
-// large GPU idle (SmolLM2's 576-row projections: 18 workgroups).
+// matmul.wgsl stays the kernel for products with few such tiles (kernels::matmul::
+// WIDE_FROM_GROUPS): at 128 tokens a 64 x 64 tile leaves most of a large GPU idle (SmolLM2's
+// 576-row projections: 18 workgroups).
 //
 // Workgroup memory: 2 x [32][64] f32 = 16 KiB (the WebGPU default limit).
 //

@@ -161,25 +161,48 @@ impl Tile {
     /// Floats of workgroup memory the tiled kernel may use (16 KiB, WebGPU's default limit,
     /// less a few words of its own).
     const FLOATS: u32 = 4_000;
+    /// Invocations per workgroup (`WG`).
+    const WG: u32 = 128;
 
-    /// 16 query tokens (8 past head_dim 128) and the most keys, a power of two up to 64, whose
-    /// queries, keys (rows padded by one float), scores and row sums fit [`Tile::FLOATS`].
+    /// 16 query tokens (8 past head_dim 128) and the most keys, a power of two from 2 to 32
+    /// with at most one 2 x 2 score block per invocation, whose queries, keys and values (rows
+    /// of vec4s padded by one), scores and reductions fit [`Tile::FLOATS`].
     pub fn for_head_dim(head_dim: u32) -> Self {
         let hd = head_dim.clamp(1, MAX_HEAD_DIM);
         let bq = if hd <= 128 { 16 } else { 8 };
-        let room = Self::FLOATS - bq * hd - 2 * bq;
-        let most = (room / (hd + 1 + bq)).clamp(1, 64);
+        let mut bk = 32;
+        while bk > 2 && Self::floats(hd, bq, bk) > Self::FLOATS {
+            bk /= 2;
+        }
         Self {
             head_dim: hd,
             bq,
-            bk: 1 << most.ilog2(),
+            bk,
+        }
+    }
+
+    /// Floats of workgroup memory (attention_tiled.wgsl's arrays).
+    fn floats(hd: u32, bq: u32, bk: u32) -> u32 {
+        let hd4 = hd.div_ceil(4);
+        bq * hd4 * 4 + bk * (hd4 + 1) * 4 + bq * bk + Self::part(bq, bk) + Self::WG + bq
+    }
+
+    /// Partial scores' floats: where fewer than WG 2 x 2 blocks share the dims.
+    fn part(bq: u32, bk: u32) -> u32 {
+        if (bq / 2) * (bk / 2) < Self::WG {
+            Self::WG * 4
+        } else {
+            1
         }
     }
 
     fn prelude(&self) -> String {
         format!(
-            "const HD: u32 = {}u;\nconst BQ: u32 = {}u;\nconst BK: u32 = {}u;\n",
-            self.head_dim, self.bq, self.bk
+            "const HD: u32 = {}u;\nconst BQ: u32 = {}u;\nconst BK: u32 = {}u;\nconst PART: u32 = {}u;\n",
+            self.head_dim,
+            self.bq,
+            self.bk,
+            Self::part(self.bq, self.bk)
         )
     }
 }

@@ -26,14 +26,15 @@ pub const ROWS_PER_WORKGROUP: u32 = 32;
 /// Tokens and weight rows per workgroup tile in matmul_wide.wgsl (`TOKENS`, `ROWS`).
 pub const WIDE_TOKENS: u32 = 64;
 pub const WIDE_ROWS: u32 = 64;
-/// Batches of at least this many tokens use matmul_wide.wgsl (`KernelTuning::matmul_wide_from`
-/// overrides it). Measured in bench/NOTES.md ("Prefill").
-pub const WIDE_FROM_TOKENS: u32 = 256;
+/// A weight chunk's product uses matmul_wide.wgsl where its 64 x 64 tiles number at least this
+/// many (`KernelTuning::matmul_wide_from` overrides it): below, the 32 x 32 tiles' four times as
+/// many workgroups keep more of the GPU busy. Measured in bench/NOTES.md ("Prefill kernels").
+pub const WIDE_FROM_GROUPS: u32 = 256;
 
 /// `Y[t][r] = sum_c W[r][c] X[t][c]` for `t < state.n_tokens`: `X [n_tokens, k] · W^T`.
 /// A tiled GEMM: each workgroup computes 32 rows x 32 tokens, decoding every weight unit of
-/// its rows once into workgroup memory (design in `shaders/matmul.wgsl`); batches from
-/// [`WIDE_FROM_TOKENS`] tokens use 64 x 64 tiles with 4 x 4 outer products per invocation
+/// its rows once into workgroup memory (design in `shaders/matmul.wgsl`); a product that makes
+/// at least [`WIDE_FROM_GROUPS`] tiles of 64 x 64 uses those with 4 x 4 outer products per invocation
 /// (`shaders/matmul_wide.wgsl`). Two pipelines per weight format.
 #[derive(Debug, Clone)]
 pub struct MatMul {
@@ -45,11 +46,11 @@ pub struct MatMul {
 /// [`MatMul`] bound to a weight and buffers: one dispatch per weight chunk.
 #[derive(Debug, Clone)]
 pub struct MatMulCall {
-    /// Per weight chunk: the 32 x 32 tile's call and grid, the 64 x 64 tile's.
-    chunks: Vec<[(Bound, (u32, u32)); 2]>,
+    /// Per weight chunk: the 32 x 32 tile's call and grid, the 64 x 64 tile's, the rows.
+    chunks: Vec<([(Bound, (u32, u32)); 2], u32)>,
     max_tokens: u32,
     max_dim: u32,
-    /// Batches from this many tokens use the wide tile.
+    /// A chunk whose wide tiles number at least this many uses them (0: never).
     wide_from: u32,
 }
 
@@ -108,20 +109,23 @@ impl MatMul {
                 };
                 let buffers = [state.into(), c.binding(), x.into(), y.into()];
                 let tile = |rows: u32| grid(u64::from(c.rows.div_ceil(rows)), max_groups(ctx));
-                Ok([
-                    (
-                        self.pipeline.bind(ctx, &params, &buffers)?,
-                        tile(ROWS_PER_WORKGROUP)?,
-                    ),
-                    (self.wide.bind(ctx, &params, &buffers)?, tile(WIDE_ROWS)?),
-                ])
+                Ok((
+                    [
+                        (
+                            self.pipeline.bind(ctx, &params, &buffers)?,
+                            tile(ROWS_PER_WORKGROUP)?,
+                        ),
+                        (self.wide.bind(ctx, &params, &buffers)?, tile(WIDE_ROWS)?),
+                    ],
+                    c.rows,
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(MatMulCall {
             chunks,
             max_tokens,
             max_dim: max_groups(ctx),
-            wide_from: ctx.tuning().matmul_wide_from.unwrap_or(WIDE_FROM_TOKENS),
+            wide_from: ctx.tuning().matmul_wide_from.unwrap_or(WIDE_FROM_GROUPS),
         })
     }
 }
@@ -129,15 +133,17 @@ impl MatMul {
 impl MatMulCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("matmul", n_tokens, self.max_tokens)?;
-        let wide = self.wide_from > 0 && n_tokens >= self.wide_from;
-        let tokens = if wide {
-            WIDE_TOKENS
-        } else {
-            TOKENS_PER_WORKGROUP
-        };
-        let z = check_dim(u64::from(n_tokens.div_ceil(tokens)), self.max_dim)?;
-        for chunk in &self.chunks {
-            let (bound, (gx, gy)) = &chunk[usize::from(wide)];
+        let wide_z = n_tokens.div_ceil(WIDE_TOKENS);
+        for (calls, rows) in &self.chunks {
+            let groups = u64::from(rows.div_ceil(WIDE_ROWS)) * u64::from(wide_z);
+            let wide = self.wide_from > 0 && groups >= u64::from(self.wide_from);
+            let tokens = if wide {
+                WIDE_TOKENS
+            } else {
+                TOKENS_PER_WORKGROUP
+            };
+            let z = check_dim(u64::from(n_tokens.div_ceil(tokens)), self.max_dim)?;
+            let (bound, (gx, gy)) = &calls[usize::from(wide)];
             bound.dispatch(pass, [*gx, *gy, z]);
         }
         Ok(())

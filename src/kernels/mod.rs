@@ -84,7 +84,7 @@ pub use fused_layer::{
     LayerVectors, NO_VECTOR,
 };
 pub use kv_store::{KvStore, KvStoreCall};
-pub use matmul::{MatMul, MatMulCall, WIDE_FROM_TOKENS};
+pub use matmul::{MatMul, MatMulCall, WIDE_FROM_GROUPS};
 pub use matvec::{MatVec, MatVecCall};
 pub use rms_norm::{RmsNorm, RmsNormCall, RmsRows};
 pub use rope::{Rope, RopeCall, RopeExtension, RopeStyle};

@@ -60,9 +60,10 @@ pub struct KernelTuning {
     pub attention_heads_per_group: Option<u32>,
     /// Lanes per row of the output head (`head_logits`; 32, 64, 128 or 256). Default: 32.
     pub head_lanes: Option<u32>,
-    /// Prefill batches of at least this many tokens use the 64 x 64 matrix tile
-    /// (`matmul_wide.wgsl`) instead of the 32 x 32 one (`matmul.wgsl`); 0 never. Default:
-    /// [`crate::kernels::WIDE_FROM_TOKENS`].
+    /// A prefill product uses the 64 x 64 matrix tile (`matmul_wide.wgsl`) instead of the
+    /// 32 x 32 one (`matmul.wgsl`) where it makes at least this many workgroups; 0 never, 1
+    /// always. Default:
+    /// [`crate::kernels::WIDE_FROM_GROUPS`].
     pub matmul_wide_from: Option<u32>,
     /// Prefill batches of at least this many tokens use the tiled attention kernel
     /// (`attention_tiled.wgsl`); 0 never. Default: [`crate::kernels::TILED_FROM_TOKENS`].
