@@ -356,7 +356,7 @@ async fn attention_steps(ctx: &GpuContext, kv: KvFormat) {
     check_masked(ctx, kv, shape(4, 4, 33, 300), masked(0.3, 1000), 250, 5, 8).await;
 }
 
-/// Prefill batches (from `TILED_FROM_TOKENS` tokens: the tiled kernel): partial query blocks,
+/// Prefill batches (the tiled kernel's shapes, run by both kernels): partial query blocks,
 /// continuations across key tiles, each head_dim's tile shape (64: 32 keys a tile, 128: 8, 256:
 /// 4, odd 33), a window shorter than a query block.
 async fn prefill_steps(ctx: &GpuContext, kv: KvFormat) {

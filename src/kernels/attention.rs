@@ -145,8 +145,9 @@ pub struct AttentionCall {
 }
 
 /// Batches of at least this many tokens use the tiled kernel (`KernelTuning::attention_tiled_from`
-/// overrides it). Measured in bench/NOTES.md ("Prefill").
-pub const TILED_FROM_TOKENS: u32 = 16;
+/// overrides it): on an H200 it is slower at 128 tokens (8.8 vs 8.3 ms for SmolLM2's whole
+/// prefill) and faster from 256 (bench/NOTES.md, "Prefill kernels").
+pub const TILED_FROM_TOKENS: u32 = 256;
 
 /// The tiled kernel's blocks for one head_dim: `bq` query tokens per workgroup, keys visited `bk`
 /// at a time.

@@ -43,11 +43,14 @@ pub struct MatMul {
     format: WeightFormat,
 }
 
+/// A bound tile kernel and its (folded) row-tile grid.
+type TileCall = (Bound, (u32, u32));
+
 /// [`MatMul`] bound to a weight and buffers: one dispatch per weight chunk.
 #[derive(Debug, Clone)]
 pub struct MatMulCall {
     /// Per weight chunk: the 32 x 32 tile's call and grid, the 64 x 64 tile's, the rows.
-    chunks: Vec<([(Bound, (u32, u32)); 2], u32)>,
+    chunks: Vec<([TileCall; 2], u32)>,
     max_tokens: u32,
     max_dim: u32,
     /// A chunk whose wide tiles number at least this many uses them (0: never).

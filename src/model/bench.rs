@@ -439,7 +439,7 @@ pub async fn bench_with(
         let long = options.long_context.unwrap_or(true);
         let load = LoadOptions {
             n_ctx: Some(if long { 1152 } else { 320 }),
-            max_batch: Some(128),
+            max_batch: None,
             kv_f16: Some(false),
             strategy: None,
         };

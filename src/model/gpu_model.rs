@@ -33,7 +33,9 @@ pub struct LoadOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub n_ctx: Option<u32>,
-    /// Prompt tokens processed per prefill batch. Default: 128.
+    /// Prompt tokens processed per prefill batch (an abort takes effect between batches).
+    /// Default: up to 1,024 (fewer where a batch's activations would pass 96 MiB, or `nCtx`);
+    /// 128 on software adapters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub max_batch: Option<u32>,
@@ -55,12 +57,31 @@ pub struct LoadOptions {
 }
 
 const DEFAULT_N_CTX: u32 = 2048;
-const DEFAULT_MAX_BATCH: u32 = 128;
+/// The default prefill batch: as many tokens as keep its activations within 96 MiB, from 128 to
+/// 1,024 in steps of 64 (the tiled prefill kernels gain up to ~1,000-token batches: bench/NOTES.md,
+/// "Prefill kernels"); 128 on software adapters, where a batch takes seconds and an abort waits
+/// for it.
+const DEFAULT_MAX_BATCH: u32 = 1024;
+const SOFTWARE_MAX_BATCH: u32 = 128;
+const BATCH_ACTIVATION_BYTES: u64 = 96 << 20;
+
+fn default_max_batch(config: &ModelConfig, software: bool) -> u32 {
+    if software {
+        return SOFTWARE_MAX_BATCH;
+    }
+    let c = config;
+    let q = u64::from(c.n_head) * u64::from(c.head_dim);
+    let kv = u64::from(c.n_head_kv) * u64::from(c.head_dim);
+    // x, xn, o; q, att; k, k_raw, v; gate, up, hidden (activations.rs), 4 bytes each.
+    let per_token = 4 * (3 * u64::from(c.n_embd) + 2 * q + 3 * kv + 3 * u64::from(c.n_ff)).max(1);
+    let fits = (BATCH_ACTIVATION_BYTES / per_token) / 64 * 64;
+    fits.clamp(u64::from(SOFTWARE_MAX_BATCH), u64::from(DEFAULT_MAX_BATCH)) as u32
+}
 
 impl LoadOptions {
-    /// KV capacity, prefill batch and KV format of a load of `config`; `nCtx` or `maxBatch`
-    /// of 0 is an error naming the option.
-    pub(crate) fn sizes(&self, config: &ModelConfig) -> Result<Sizes> {
+    /// KV capacity, prefill batch and KV format of a load of `config` on an adapter that is
+    /// `software` or not; `nCtx` or `maxBatch` of 0 is an error naming the option.
+    pub(crate) fn sizes(&self, config: &ModelConfig, software: bool) -> Result<Sizes> {
         for (name, value) in [("nCtx", self.n_ctx), ("maxBatch", self.max_batch)] {
             if value == Some(0) {
                 return Err(FuselmError::InvalidArgument(format!(
@@ -72,7 +93,10 @@ impl LoadOptions {
             .n_ctx
             .unwrap_or(config.context_length.min(DEFAULT_N_CTX))
             .max(1);
-        let max_batch = self.max_batch.unwrap_or(DEFAULT_MAX_BATCH).clamp(1, n_ctx);
+        let max_batch = self
+            .max_batch
+            .unwrap_or_else(|| default_max_batch(config, software))
+            .clamp(1, n_ctx);
         let kv = if self.kv_f16.unwrap_or(false) {
             KvFormat::F16
         } else {
@@ -165,7 +189,12 @@ impl GpuModel {
         options: &LoadOptions,
     ) -> Result<Self> {
         let config = ModelConfig::from_gguf(gguf)?;
-        check_fit(&ctx, &config, gguf, options.sizes(&config)?)?;
+        check_fit(
+            &ctx,
+            &config,
+            gguf,
+            options.sizes(&config, ctx.identity.is_software)?,
+        )?;
         // Out-of-memory and validation errors while uploading and binding become a typed error
         // (natively wgpu would otherwise panic; browsers would only log them).
         let scopes = LoadScopes::push(&ctx);
@@ -182,7 +211,7 @@ impl GpuModel {
         options: &LoadOptions,
         scopes: LoadScopes,
     ) -> Result<Self> {
-        let sizes = options.sizes(&config)?;
+        let sizes = options.sizes(&config, ctx.identity.is_software)?;
         let planner = Planner::new(options.strategy);
         let built = async {
             let shared = Shared::build(ctx, config, weights, sizes).await?;

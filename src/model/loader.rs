@@ -114,7 +114,8 @@ impl ModelLoader {
 
     fn on_header(&mut self, gguf: Gguf) -> Result<()> {
         let config = ModelConfig::from_gguf(&gguf)?;
-        check_fit(&self.ctx, &config, &gguf, self.options.sizes(&config)?)?;
+        let sizes = self.options.sizes(&config, self.ctx.identity.is_software)?;
+        check_fit(&self.ctx, &config, &gguf, sizes)?;
         let (tokenizer, template) = TextModel::text_parts(&gguf)?;
         self.status.header_ready = true;
         self.status.file_bytes = gguf.tensors().iter().map(|t| t.offset + t.size_bytes).max();

@@ -198,7 +198,9 @@ pub const REAL_MODEL_PROMPTS: [&str; 2] = [
 
 /// `constrained_greedy_meets_the_cpu_reference` for a model file on every strategy the GPU can
 /// run it with, on the real-model prompts and formats (48 ids each at most; margin 0.01, the
-/// exact reference's rule), printing each comparison.
+/// exact reference's rule), printing each comparison. Native (the CPU reference dequantizes the
+/// whole model).
+#[cfg(not(target_arch = "wasm32"))]
 pub fn real_model_meets_the_cpu_reference(bytes: &[u8], n_ctx: u32) {
     let gguf = fuselm::gguf::Gguf::parse(bytes).expect("gguf");
     let mut cpu = CpuReferenceModel::from_gguf_ctx(&gguf, bytes, n_ctx).expect("cpu model");
