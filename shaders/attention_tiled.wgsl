@@ -62,7 +62,8 @@ var<workgroup> s_sh: array<f32, BQ * BK>;
 var<workgroup> part_sh: array<f32, PART>; // DS > 1: [DS][JOBS][4] partial scores
 var<workgroup> red: array<f32, WG>;
 var<workgroup> corr_sh: array<f32, BQ>;
-var<workgroup> span_sh: vec2<u32>;
+var<workgroup> first_sh: u32; // the first key any row of the block sees
+var<workgroup> end_sh: u32;   // one past the last
 
 // Keys visible to query token t: [first, len).
 fn span(t: u32) -> vec2<u32> {
@@ -117,15 +118,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let n_tokens = state.n_tokens;
     let rows = min(BQ, n_tokens - min(t0, n_tokens)); // valid query rows of the block
     if lid == 0u {
-        // The keys any row of the block sees: from the first row's first to the last's end.
-        if rows == 0u {
-            span_sh = vec2<u32>(0u, 0u);
-        } else {
-            span_sh = vec2<u32>(span(t0).x, span(t0 + rows - 1u).y);
+        // The keys any row of the block sees: from the first row's first to the last row's end
+        // (computed inline: the loop proof reads the bound through these scalar loads).
+        first_sh = 0u;
+        end_sh = 0u;
+        if rows > 0u {
+            end_sh = min(state.pos + t0 + rows, p.n_ctx);
+            let len0 = min(state.pos + t0 + 1u, p.n_ctx);
+            if p.window != 0u && len0 > p.window {
+                first_sh = len0 - p.window;
+            }
         }
     }
-    let keys = workgroupUniformLoad(&span_sh);
-    if keys.y <= keys.x {
+    let k_first = workgroupUniformLoad(&first_sh);
+    let k_end = workgroupUniformLoad(&end_sh);
+    if k_end <= k_first {
         return;
     }
     let base = (h / (p.n_head / p.n_head_kv)) * p.n_ctx * HD;
@@ -166,12 +173,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var kreg = array<vec4<f32>, LD>();
     var vreg = array<vec4<f32>, LD>();
     for (var i = 0u; i < LD; i++) {
-        kreg[i] = k4(base, keys.x, lid + i * WG, keys.y);
-        vreg[i] = v4(base, keys.x, lid + i * WG, keys.y);
+        kreg[i] = k4(base, k_first, lid + i * WG, k_end);
+        vreg[i] = v4(base, k_first, lid + i * WG, k_end);
     }
     var acc = array<vec4<f32>, 2u * PVI>();
 
-    for (var c0 = keys.x; c0 < keys.y; c0 += BK) {
+    for (var c0 = k_first; c0 < k_end; c0 += BK) {
         // 1. Keys.
         for (var i = 0u; i < LD; i++) {
             let e = lid + i * WG;
@@ -262,10 +269,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             corr_sh[sr] = corr;
         }
         let cn = c0 + BK;
-        if cn < keys.y {
+        if cn < k_end {
             for (var i = 0u; i < LD; i++) {
-                kreg[i] = k4(base, cn, lid + i * WG, keys.y);
-                vreg[i] = v4(base, cn, lid + i * WG, keys.y);
+                kreg[i] = k4(base, cn, lid + i * WG, k_end);
+                vreg[i] = v4(base, cn, lid + i * WG, k_end);
             }
         }
         workgroupBarrier();

@@ -159,20 +159,26 @@ pub struct Tile {
 }
 
 impl Tile {
-    /// Floats of workgroup memory the tiled kernel may use (16 KiB, WebGPU's default limit,
-    /// less a few words of its own).
-    const FLOATS: u32 = 4_000;
     /// Invocations per workgroup (`WG`).
     const WG: u32 = 128;
+    /// Workgroup memory the tiled kernel uses at most (48 KiB: an H200's through Vulkan; browsers
+    /// offer 16–32 KiB), less a few words of its own.
+    const MAX_BYTES: u32 = 48 << 10;
 
-    /// 16 query tokens (8 past head_dim 128) and the most keys, a power of two from 2 to 32
-    /// with at most one 2 x 2 score block per invocation, whose queries, keys and values (rows
-    /// of vec4s padded by one), scores and reductions fit [`Tile::FLOATS`].
-    pub fn for_head_dim(head_dim: u32) -> Self {
+    /// For heads of `head_dim` and `storage_bytes` of workgroup memory: 16 query tokens (8 where
+    /// 16 queries do not fit) and the most keys, a power of two from 2 to 32 with at most one
+    /// 2 x 2 score block per invocation, whose queries, keys and values (rows of vec4s padded by
+    /// one), scores and reductions fit.
+    pub fn for_head_dim(head_dim: u32, storage_bytes: u32) -> Self {
         let hd = head_dim.clamp(1, MAX_HEAD_DIM);
-        let bq = if hd <= 128 { 16 } else { 8 };
+        let floats = storage_bytes.min(Self::MAX_BYTES) / 4 - 96;
+        let bq = if Self::floats(hd, 16, 2) <= floats {
+            16
+        } else {
+            8
+        };
         let mut bk = 32;
-        while bk > 2 && Self::floats(hd, bq, bk) > Self::FLOATS {
+        while bk > 2 && ((bq / 2) * (bk / 2) > Self::WG || Self::floats(hd, bq, bk) > floats) {
             bk /= 2;
         }
         Self {
@@ -222,7 +228,8 @@ impl Attention {
             Slot::ReadWrite,
         ];
         let pipeline = Pipeline::new(ctx, "attention", &source, &slots).await?;
-        let tile = Tile::for_head_dim(head_dim);
+        let storage = ctx.device.limits().max_compute_workgroup_storage_size;
+        let tile = Tile::for_head_dim(head_dim, storage);
         let source = compose(&[
             kv.prelude(ctx)?,
             shaders::COMMON,
@@ -334,5 +341,35 @@ impl AttentionCall {
             self.bound.dispatch(pass, [self.n_head, y, 1]);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tile;
+
+    /// Every head_dim's tile fits the workgroup memory it was sized for (with the kernel's own
+    /// words), has whole 2 x 2 score blocks for at most one per invocation, and keeps WebGPU's
+    /// default 16 KiB tiles where an adapter offers only that.
+    #[test]
+    fn tiles_fit_their_workgroup_memory() {
+        for storage in [16 << 10, 32 << 10, 48 << 10, 64 << 10] {
+            for hd in 1..=256 {
+                let t = Tile::for_head_dim(hd, storage);
+                let bytes = 4 * (Tile::floats(t.head_dim, t.bq, t.bk) + 2);
+                assert!(bytes <= storage.min(Tile::MAX_BYTES), "{t:?} at {storage}");
+                assert!(t.bq % 2 == 0 && t.bk % 2 == 0 && t.bk >= 2, "{t:?}");
+                assert!((t.bq / 2) * (t.bk / 2) <= Tile::WG, "{t:?}");
+            }
+        }
+        let at = |hd, kib: u32| {
+            let t = Tile::for_head_dim(hd, kib << 10);
+            (t.bq, t.bk)
+        };
+        assert_eq!(at(64, 16), (16, 32));
+        assert_eq!(at(128, 16), (16, 8));
+        assert_eq!(at(256, 16), (8, 4));
+        assert_eq!(at(128, 48), (16, 32));
+        assert_eq!(at(256, 48), (16, 16));
     }
 }

@@ -250,6 +250,6 @@ mod tests {
         assert_eq!(t.lanes, Some(64), "a refused value changes nothing");
         assert!(t.set("down-rpl", 3).is_err());
         assert!(t.set("no-such", 1).is_err());
-        assert_eq!(KernelTuning::names().count(), 16);
+        assert_eq!(KernelTuning::names().count(), 18);
     }
 }
