@@ -2,7 +2,7 @@
 //   out[t][h] = sum_{j visible to t} softmax_j(q[t][h] . K[g][j] * scale) V[g][j],
 // with each tile of keys and values loaded once for a block of query tokens.
 //
-// One workgroup of WG = 128 per (query head h, block of BQ tokens). The block's queries (pre-
+// One workgroup of WG (128 or 256) per (query head h, block of BQ tokens). The block's queries (pre-
 // scaled, as vec4s) sit in workgroup memory; the keys its tokens see are visited BK at a time:
 //   1. the tile's keys (already in registers: loaded during the previous tile's products) go to
 //      workgroup memory; barrier;
@@ -19,8 +19,9 @@
 // rows are stored HD4 + 1 vec4s apart: invocations that read consecutive keys' same vec4 hit
 // distinct banks.
 //
-// HD (head dim), BQ, BK and PART (partial scores' floats: 1 unless DS > 1) come from the prelude the host composes (kernels::attention::Tile:
-// 16 KiB of workgroup memory at most). Causality and the sliding window are per query row
+// HD (head dim), BQ, BK, WG and PART (partial scores' floats: 1 unless DS > 1) come from the
+// prelude the host composes (kernels::attention::Tile, sized to the adapter's workgroup memory,
+// 48 KiB at most). Causality and the sliding window are per query row
 // (keys j <= pos + t, j > pos + t - window); tokens past state.n_tokens are masked and not
 // written.
 
@@ -42,7 +43,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read> v_cache: array<kv_t>;   // [n_head_kv, n_ctx, head_dim]
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // [n_tokens, n_head, head_dim]
 
-const WG: u32 = 128u;
 const NEG_MAX: f32 = -3.40282e38; // finite: exp(NEG_MAX - m) is 0, never NaN
 const HD4: u32 = (HD + 3u) / 4u;  // vec4s per head row (zero-padded)
 const KS4: u32 = HD4 + 1u;        // row stride of kv_sh in vec4s

@@ -149,55 +149,66 @@ pub struct AttentionCall {
 /// prefill) and faster from 256 (bench/NOTES.md, "Prefill kernels").
 pub const TILED_FROM_TOKENS: u32 = 256;
 
-/// The tiled kernel's blocks for one head_dim: `bq` query tokens per workgroup, keys visited `bk`
-/// at a time.
+/// The tiled kernel's blocks for one head_dim: `bq` query tokens per workgroup of `wg`
+/// invocations, keys visited `bk` at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tile {
     pub head_dim: u32,
     pub bq: u32,
     pub bk: u32,
+    /// Invocations per workgroup (`WG`: 128 or 256).
+    pub wg: u32,
 }
 
 impl Tile {
-    /// Invocations per workgroup (`WG`).
-    const WG: u32 = 128;
     /// Workgroup memory the tiled kernel uses at most (48 KiB: an H200's through Vulkan; browsers
-    /// offer 16–32 KiB), less a few words of its own.
+    /// offer 16–32 KiB).
     const MAX_BYTES: u32 = 48 << 10;
 
-    /// For heads of `head_dim` and `storage_bytes` of workgroup memory: 16 query tokens (8 where
-    /// 16 queries do not fit) and the most keys, a power of two from 2 to 32 with at most one
-    /// 2 x 2 score block per invocation, whose queries, keys and values (rows of vec4s padded by
-    /// one), scores and reductions fit.
+    /// For heads of `head_dim` and `storage_bytes` of workgroup memory: 32 query tokens x 32 keys
+    /// on 256 invocations where they fit; else 16 query tokens (8 where 16 do not fit) on 128
+    /// invocations and the most keys, a power of two from 2 to 32, with at most one 2 x 2 score
+    /// block per invocation. Queries, keys and values (rows of vec4s padded by one), scores and
+    /// reductions must fit, less a few words the kernel keeps besides. Measured: a larger tile
+    /// is faster wherever it fits (bench/NOTES.md, "Prefill kernels").
     pub fn for_head_dim(head_dim: u32, storage_bytes: u32) -> Self {
         let hd = head_dim.clamp(1, MAX_HEAD_DIM);
         let floats = storage_bytes.min(Self::MAX_BYTES) / 4 - 96;
-        let bq = if Self::floats(hd, 16, 2) <= floats {
+        let tile = |bq, bk| {
+            let wg = if (bq / 2) * (bk / 2) > 128 { 256 } else { 128 };
+            Self {
+                head_dim: hd,
+                bq,
+                bk,
+                wg,
+            }
+        };
+        if tile(32, 32).floats() <= floats {
+            return tile(32, 32);
+        }
+        let bq = if tile(16, 2).floats() <= floats {
             16
         } else {
             8
         };
         let mut bk = 32;
-        while bk > 2 && ((bq / 2) * (bk / 2) > Self::WG || Self::floats(hd, bq, bk) > floats) {
+        while bk > 2 && ((bq / 2) * (bk / 2) > 128 || tile(bq, bk).floats() > floats) {
             bk /= 2;
         }
-        Self {
-            head_dim: hd,
-            bq,
-            bk,
-        }
+        tile(bq, bk)
     }
 
     /// Floats of workgroup memory (attention_tiled.wgsl's arrays).
-    fn floats(hd: u32, bq: u32, bk: u32) -> u32 {
-        let hd4 = hd.div_ceil(4);
-        bq * hd4 * 4 + bk * (hd4 + 1) * 4 + bq * bk + Self::part(bq, bk) + Self::WG + bq
+    fn floats(&self) -> u32 {
+        let hd4 = self.head_dim.div_ceil(4);
+        let (bq, bk) = (self.bq, self.bk);
+        bq * hd4 * 4 + bk * (hd4 + 1) * 4 + bq * bk + self.part() + self.wg + bq
     }
 
-    /// Partial scores' floats: where fewer than WG 2 x 2 blocks share the dims.
-    fn part(bq: u32, bk: u32) -> u32 {
-        if (bq / 2) * (bk / 2) < Self::WG {
-            Self::WG * 4
+    /// Partial scores' floats: where fewer 2 x 2 blocks than invocations share the dims.
+    fn part(&self) -> u32 {
+        if (self.bq / 2) * (self.bk / 2) < self.wg {
+            self.wg * 4
         } else {
             1
         }
@@ -205,11 +216,12 @@ impl Tile {
 
     fn prelude(&self) -> String {
         format!(
-            "const HD: u32 = {}u;\nconst BQ: u32 = {}u;\nconst BK: u32 = {}u;\nconst PART: u32 = {}u;\n",
+            "const HD: u32 = {}u;\nconst BQ: u32 = {}u;\nconst BK: u32 = {}u;\nconst PART: u32 = {}u;\nconst WG: u32 = {}u;\n",
             self.head_dim,
             self.bq,
             self.bk,
-            Self::part(self.bq, self.bk)
+            self.part(),
+            self.wg
         )
     }
 }
@@ -356,20 +368,22 @@ mod tests {
         for storage in [16 << 10, 32 << 10, 48 << 10, 64 << 10] {
             for hd in 1..=256 {
                 let t = Tile::for_head_dim(hd, storage);
-                let bytes = 4 * (Tile::floats(t.head_dim, t.bq, t.bk) + 2);
+                let bytes = 4 * (t.floats() + 2);
                 assert!(bytes <= storage.min(Tile::MAX_BYTES), "{t:?} at {storage}");
                 assert!(t.bq % 2 == 0 && t.bk % 2 == 0 && t.bk >= 2, "{t:?}");
-                assert!((t.bq / 2) * (t.bk / 2) <= Tile::WG, "{t:?}");
+                assert!((t.bq / 2) * (t.bk / 2) <= t.wg, "{t:?}");
+                assert!(t.wg == 128 || t.wg == 256, "{t:?}");
             }
         }
         let at = |hd, kib: u32| {
             let t = Tile::for_head_dim(hd, kib << 10);
-            (t.bq, t.bk)
+            (t.bq, t.bk, t.wg)
         };
-        assert_eq!(at(64, 16), (16, 32));
-        assert_eq!(at(128, 16), (16, 8));
-        assert_eq!(at(256, 16), (8, 4));
-        assert_eq!(at(128, 48), (16, 32));
-        assert_eq!(at(256, 48), (16, 16));
+        assert_eq!(at(64, 16), (16, 32, 128));
+        assert_eq!(at(128, 16), (16, 8, 128));
+        assert_eq!(at(256, 16), (8, 4, 128));
+        assert_eq!(at(64, 32), (32, 32, 256));
+        assert_eq!(at(128, 48), (32, 32, 256));
+        assert_eq!(at(256, 48), (16, 16, 128));
     }
 }
