@@ -121,7 +121,8 @@ const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
 /// `out[t][h] = softmax(q[t][h] · K[g]^T / sqrt(head_dim)) V[g]` over cache positions
 /// `0..=state.pos + t`, `g = h / (n_head / n_head_kv)`. Short batches: one workgroup per
-/// (head, token) (`shaders/attention.wgsl`); batches from [`TILED_FROM_TOKENS`] tokens: one per
+/// (head, token) (`shaders/attention.wgsl`); batches from [`TILED_FROM_TOKENS`] tokens (64 with
+/// the larger tile): one per
 /// (head, block of query tokens) sharing each tile of keys and values through workgroup memory
 /// (`shaders/attention_tiled.wgsl`, compiled for one head_dim).
 #[derive(Debug, Clone)]
@@ -145,9 +146,14 @@ pub struct AttentionCall {
 }
 
 /// Batches of at least this many tokens use the tiled kernel (`KernelTuning::attention_tiled_from`
-/// overrides it): on an H200 it is slower at 128 tokens (8.8 vs 8.3 ms for SmolLM2's whole
-/// prefill) and faster from 256 (bench/NOTES.md, "Prefill kernels").
+/// overrides it). Measured on an H200 with SmolLM2 (bench/NOTES.md, "Prefill kernels"): the
+/// 16 x 32 tile of 128 invocations was slower than the per-token kernel at 128 tokens (8.8 vs
+/// 8.3 ms for the whole prefill) and faster from 256; the 32 x 32 tile of 256 invocations
+/// (adapters with 32 KiB of workgroup memory) is faster from 64 tokens (7.37 vs 7.49 ms; 8.13
+/// vs 8.51 at 128).
 pub const TILED_FROM_TOKENS: u32 = 256;
+/// [`TILED_FROM_TOKENS`] for 256-invocation tiles.
+pub const TILED_256_FROM_TOKENS: u32 = 64;
 
 /// The tiled kernel's blocks for one head_dim: `bq` query tokens per workgroup of `wg`
 /// invocations, keys visited `bk` at a time.
@@ -328,6 +334,7 @@ impl Attention {
         let tiled_from = match ctx.tuning().attention_tiled_from {
             _ if shape.head_dim != self.tile.head_dim => 0,
             Some(n) => n,
+            None if self.tile.wg == 256 => TILED_256_FROM_TOKENS,
             None => TILED_FROM_TOKENS,
         };
         Ok(AttentionCall {

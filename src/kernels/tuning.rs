@@ -66,7 +66,8 @@ pub struct KernelTuning {
     /// [`crate::kernels::WIDE_FROM_GROUPS`].
     pub matmul_wide_from: Option<u32>,
     /// Prefill batches of at least this many tokens use the tiled attention kernel
-    /// (`attention_tiled.wgsl`); 0 never. Default: [`crate::kernels::TILED_FROM_TOKENS`].
+    /// (`attention_tiled.wgsl`); 0 never. Default: [`crate::kernels::TILED_FROM_TOKENS`] (64 for
+    /// tiles of 256 invocations).
     pub attention_tiled_from: Option<u32>,
     /// Workgroups of the grid megakernel (strategy `megakernel-grid`; at least 1, and within
     /// the adapter's dispatch limit when it runs). Default: what its occupancy discovery
