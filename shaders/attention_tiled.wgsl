@@ -75,8 +75,8 @@ fn span(t: u32) -> vec2<u32> {
     return vec2<u32>(first, len);
 }
 
-// Element e (key e / HD4, dims 4 (e % HD4) ..) of the K or V tile at c0; zero past `end` and
-// past the head.
+// Element e (key e / HD4, dims 4 (e % HD4) ..) of the K (k4) or V (v4) tile at c0; zero past
+// `end` and past the head. Two copies because WGSL cannot pass a storage buffer to a function.
 fn k4(base: u32, c0: u32, e: u32, end: u32) -> vec4<f32> {
     var v = vec4<f32>();
     let j = e / HD4;
