@@ -124,11 +124,13 @@ const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 /// (head, token) (`shaders/attention.wgsl`); batches from [`TILED_FROM_TOKENS`] tokens (64 with
 /// the larger tile): one per
 /// (head, block of query tokens) sharing each tile of keys and values through workgroup memory
-/// (`shaders/attention_tiled.wgsl`, compiled for one head_dim).
+/// (`shaders/attention_tiled.wgsl`, compiled for one head_dim, and only where a batch can
+/// reach it: [`Attention::for_batches`]).
 #[derive(Debug, Clone)]
 pub struct Attention {
     pipeline: Pipeline,
-    tiled: Pipeline,
+    /// `None` where no batch the kernel was made for reaches [`Attention::tiled_from`].
+    tiled: Option<Pipeline>,
     tile: Tile,
     kv: KvFormat,
 }
@@ -137,7 +139,7 @@ pub struct Attention {
 #[derive(Debug, Clone)]
 pub struct AttentionCall {
     bound: Bound,
-    tiled: Bound,
+    tiled: Option<Bound>,
     block: u32,
     tiled_from: u32,
     n_head: u32,
@@ -236,6 +238,18 @@ impl Attention {
     /// An attention kernel over a `kv`-typed cache (F16 fails without SHADER_F16), its tiled
     /// variant for heads of `head_dim`.
     pub async fn new(ctx: &GpuContext, kv: KvFormat, head_dim: u32) -> Result<Self> {
+        Self::for_batches(ctx, kv, head_dim, u32::MAX).await
+    }
+
+    /// [`Attention::new`] for batches of at most `max_tokens`: the tiled variant is compiled
+    /// only where such a batch reaches [`Attention::tiled_from`] (each pipeline is a compile at
+    /// every model load; a software adapter's 128-token batches never use a 128-invocation tile).
+    pub async fn for_batches(
+        ctx: &GpuContext,
+        kv: KvFormat,
+        head_dim: u32,
+        max_tokens: u32,
+    ) -> Result<Self> {
         let source = compose(&[kv.prelude(ctx)?, shaders::COMMON, shaders::ATTENTION]);
         let slots = [
             Slot::Uniform,
@@ -248,13 +262,18 @@ impl Attention {
         let pipeline = Pipeline::new(ctx, "attention", &source, &slots).await?;
         let storage = ctx.device.limits().max_compute_workgroup_storage_size;
         let tile = Tile::for_head_dim(head_dim, storage);
-        let source = compose(&[
-            kv.prelude(ctx)?,
-            shaders::COMMON,
-            &tile.prelude(),
-            shaders::ATTENTION_TILED,
-        ]);
-        let tiled = Pipeline::new(ctx, "attention_tiled", &source, &slots).await?;
+        let from = Self::tiled_from(ctx, tile, head_dim);
+        let tiled = if from > 0 && from <= max_tokens {
+            let source = compose(&[
+                kv.prelude(ctx)?,
+                shaders::COMMON,
+                &tile.prelude(),
+                shaders::ATTENTION_TILED,
+            ]);
+            Some(Pipeline::new(ctx, "attention_tiled", &source, &slots).await?)
+        } else {
+            None
+        };
         Ok(Self {
             pipeline,
             tiled,
@@ -266,6 +285,18 @@ impl Attention {
     /// The tiled kernel's blocks.
     pub fn tile(&self) -> Tile {
         self.tile
+    }
+
+    /// Batches of heads of `head_dim` from this many tokens use `tile` (0: never): the context's
+    /// tuning, else [`TILED_256_FROM_TOKENS`] or [`TILED_FROM_TOKENS`] by the tile's size. The
+    /// tiled kernel is compiled for one head_dim; another shape keeps the per-token one.
+    fn tiled_from(ctx: &GpuContext, tile: Tile, head_dim: u32) -> u32 {
+        match ctx.tuning().attention_tiled_from {
+            _ if head_dim != tile.head_dim => 0,
+            Some(n) => n,
+            None if tile.wg == 256 => TILED_256_FROM_TOKENS,
+            None => TILED_FROM_TOKENS,
+        }
     }
 
     /// * `q`, `out`: `[max_tokens, n_head, head_dim]`;
@@ -330,18 +361,15 @@ impl Attention {
         };
         let n_head = check_dim(u64::from(shape.n_head), max_groups(ctx))?;
         let buffers = [state.into(), q.into(), k_cache, v_cache, out.into()];
-        // The tiled kernel is compiled for one head_dim; another shape keeps the per-token one.
-        let tiled_from = match ctx.tuning().attention_tiled_from {
-            _ if shape.head_dim != self.tile.head_dim => 0,
-            Some(n) => n,
-            None if self.tile.wg == 256 => TILED_256_FROM_TOKENS,
-            None => TILED_FROM_TOKENS,
+        let tiled = match &self.tiled {
+            Some(p) => Some(p.bind(ctx, &params, &buffers)?),
+            None => None,
         };
         Ok(AttentionCall {
             bound: self.pipeline.bind(ctx, &params, &buffers)?,
-            tiled: self.tiled.bind(ctx, &params, &buffers)?,
+            tiled,
+            tiled_from: Self::tiled_from(ctx, self.tile, shape.head_dim),
             block: self.tile.bq,
-            tiled_from,
             n_head,
             max_tokens,
             max_dim: max_groups(ctx),
@@ -352,12 +380,15 @@ impl Attention {
 impl AttentionCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("attention", n_tokens, self.max_tokens)?;
-        if self.tiled_from > 0 && n_tokens >= self.tiled_from {
-            let y = check_dim(u64::from(n_tokens.div_ceil(self.block)), self.max_dim)?;
-            self.tiled.dispatch(pass, [self.n_head, y, 1]);
-        } else {
-            let y = check_dim(u64::from(n_tokens), self.max_dim)?;
-            self.bound.dispatch(pass, [self.n_head, y, 1]);
+        match &self.tiled {
+            Some(tiled) if self.tiled_from > 0 && n_tokens >= self.tiled_from => {
+                let y = check_dim(u64::from(n_tokens.div_ceil(self.block)), self.max_dim)?;
+                tiled.dispatch(pass, [self.n_head, y, 1]);
+            }
+            _ => {
+                let y = check_dim(u64::from(n_tokens), self.max_dim)?;
+                self.bound.dispatch(pass, [self.n_head, y, 1]);
+            }
         }
         Ok(())
     }

@@ -35,11 +35,13 @@ pub const WIDE_FROM_GROUPS: u32 = 256;
 /// A tiled GEMM: each workgroup computes 32 rows x 32 tokens, decoding every weight unit of
 /// its rows once into workgroup memory (design in `shaders/matmul.wgsl`); a product that makes
 /// at least [`WIDE_FROM_GROUPS`] tiles of 64 x 64 uses those with 4 x 4 outer products per invocation
-/// (`shaders/matmul_wide.wgsl`). Two pipelines per weight format.
+/// (`shaders/matmul_wide.wgsl`, compiled only where a product can make that many:
+/// [`MatMul::for_products`]).
 #[derive(Debug, Clone)]
 pub struct MatMul {
     pipeline: Pipeline,
-    wide: Pipeline,
+    /// `None` where no product the kernel was made for makes [`MatMul::wide_from`] wide tiles.
+    wide: Option<Pipeline>,
     format: WeightFormat,
 }
 
@@ -49,8 +51,9 @@ type TileCall = (Bound, (u32, u32));
 /// [`MatMul`] bound to a weight and buffers: one dispatch per weight chunk.
 #[derive(Debug, Clone)]
 pub struct MatMulCall {
-    /// Per weight chunk: the 32 x 32 tile's call and grid, the 64 x 64 tile's, the rows.
-    chunks: Vec<([TileCall; 2], u32)>,
+    /// Per weight chunk: the 32 x 32 tile's call and grid, the 64 x 64 tile's (where compiled),
+    /// the rows.
+    chunks: Vec<(TileCall, Option<TileCall>, u32)>,
     max_tokens: u32,
     max_dim: u32,
     /// A chunk whose wide tiles number at least this many uses them (0: never).
@@ -58,7 +61,20 @@ pub struct MatMulCall {
 }
 
 impl MatMul {
+    /// Both tile kernels for weights of `format`.
     pub async fn new(ctx: &GpuContext, format: WeightFormat) -> Result<Self> {
+        Self::for_products(ctx, format, u32::MAX, u32::MAX).await
+    }
+
+    /// [`MatMul::new`] for weights of at most `max_rows` rows and batches of at most
+    /// `max_tokens`: the wide kernel is compiled only where such a product makes
+    /// [`MatMul::wide_from`] tiles (each pipeline is a compile at every model load).
+    pub async fn for_products(
+        ctx: &GpuContext,
+        format: WeightFormat,
+        max_rows: u32,
+        max_tokens: u32,
+    ) -> Result<Self> {
         let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL]);
         let slots = [
             Slot::Uniform,
@@ -68,8 +84,15 @@ impl MatMul {
             Slot::ReadWrite,
         ];
         let pipeline = Pipeline::new(ctx, "matmul", &source, &slots).await?;
-        let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL_WIDE]);
-        let wide = Pipeline::new(ctx, "matmul_wide", &source, &slots).await?;
+        let from = Self::wide_from(ctx);
+        let most =
+            u64::from(max_rows.div_ceil(WIDE_ROWS)) * u64::from(max_tokens.div_ceil(WIDE_TOKENS));
+        let wide = if from > 0 && most >= u64::from(from) {
+            let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL_WIDE]);
+            Some(Pipeline::new(ctx, "matmul_wide", &source, &slots).await?)
+        } else {
+            None
+        };
         Ok(Self {
             pipeline,
             wide,
@@ -79,6 +102,12 @@ impl MatMul {
 
     pub fn format(&self) -> WeightFormat {
         self.format
+    }
+
+    /// A product whose wide tiles number at least this many uses them (0: never): the
+    /// context's tuning, else [`WIDE_FROM_GROUPS`].
+    fn wide_from(ctx: &GpuContext) -> u32 {
+        ctx.tuning().matmul_wide_from.unwrap_or(WIDE_FROM_GROUPS)
     }
 
     /// * `w`: `[k, n]` weight; `x`: `[max_tokens, k]` f32; `y`: `[max_tokens, n]` f32.
@@ -112,14 +141,16 @@ impl MatMul {
                 };
                 let buffers = [state.into(), c.binding(), x.into(), y.into()];
                 let tile = |rows: u32| grid(u64::from(c.rows.div_ceil(rows)), max_groups(ctx));
+                let wide = match &self.wide {
+                    Some(p) => Some((p.bind(ctx, &params, &buffers)?, tile(WIDE_ROWS)?)),
+                    None => None,
+                };
                 Ok((
-                    [
-                        (
-                            self.pipeline.bind(ctx, &params, &buffers)?,
-                            tile(ROWS_PER_WORKGROUP)?,
-                        ),
-                        (self.wide.bind(ctx, &params, &buffers)?, tile(WIDE_ROWS)?),
-                    ],
+                    (
+                        self.pipeline.bind(ctx, &params, &buffers)?,
+                        tile(ROWS_PER_WORKGROUP)?,
+                    ),
+                    wide,
                     c.rows,
                 ))
             })
@@ -128,7 +159,7 @@ impl MatMul {
             chunks,
             max_tokens,
             max_dim: max_groups(ctx),
-            wide_from: ctx.tuning().matmul_wide_from.unwrap_or(WIDE_FROM_GROUPS),
+            wide_from: Self::wide_from(ctx),
         })
     }
 }
@@ -137,16 +168,15 @@ impl MatMulCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("matmul", n_tokens, self.max_tokens)?;
         let wide_z = n_tokens.div_ceil(WIDE_TOKENS);
-        for (calls, rows) in &self.chunks {
+        for (narrow, wide, rows) in &self.chunks {
             let groups = u64::from(rows.div_ceil(WIDE_ROWS)) * u64::from(wide_z);
-            let wide = self.wide_from > 0 && groups >= u64::from(self.wide_from);
-            let tokens = if wide {
-                WIDE_TOKENS
-            } else {
-                TOKENS_PER_WORKGROUP
+            let ((bound, (gx, gy)), tokens) = match wide {
+                Some(call) if self.wide_from > 0 && groups >= u64::from(self.wide_from) => {
+                    (call, WIDE_TOKENS)
+                }
+                _ => (narrow, TOKENS_PER_WORKGROUP),
             };
             let z = check_dim(u64::from(n_tokens.div_ceil(tokens)), self.max_dim)?;
-            let (bound, (gx, gy)) = &calls[usize::from(wide)];
             bound.dispatch(pass, [*gx, *gy, z]);
         }
         Ok(())

@@ -407,7 +407,8 @@ pub async fn bench(
 
 /// [`bench`] with every model's device context created with `context` (kernel measurement
 /// settings; the native CLI's `--tune`). `options.grid_workgroups` overrides its
-/// `tuning.grid_workgroups`.
+/// `tuning.grid_workgroups`. Every model runs on one device (each in a context of its own,
+/// [`GpuContext::sibling`]), so a kernel the models share is compiled once.
 pub async fn bench_with(
     model: Option<&[u8]>,
     options: &GenerationBenchOptions,
@@ -430,6 +431,7 @@ pub async fn bench_with(
     let mut warnings = Vec::new();
     let mut profile = Vec::new();
     let strategies = bench_strategies(options)?;
+    let device = GpuContext::with_options(context).await?;
     let set = Settings {
         runs,
         chunk,
@@ -443,7 +445,7 @@ pub async fn bench_with(
             kv_f16: Some(false),
             strategy: None,
         };
-        let mut m = GpuModel::load(GpuContext::with_options(context).await?, bytes, &load).await?;
+        let mut m = GpuModel::load(device.sibling(context)?, bytes, &load).await?;
         let vocab = m.config().vocab_size;
         let mut workloads = vec![
             Workload {
@@ -508,8 +510,7 @@ pub async fn bench_with(
                     kv_f16: Some(false),
                     strategy: None,
                 };
-                let mut m =
-                    GpuModel::load(GpuContext::with_options(context).await?, &file, &load).await?;
+                let mut m = GpuModel::load(device.sibling(context)?, &file, &load).await?;
                 let w = Workload {
                     name: format!("toy d{d} L{layers}, {toy_tokens} tokens"),
                     prompt: (1..=TOY_PROMPT).collect(),

@@ -159,7 +159,7 @@ impl Shared {
             max_batch,
             kv,
         } = sizes;
-        let kernels = Kernels::new(&ctx, &weights, kv, config.head_dim).await?;
+        let kernels = Kernels::new(&ctx, &weights, kv, config.head_dim, max_batch).await?;
         let acts = Activations::new(&ctx, &config, n_ctx, max_batch, kv, false)?;
         let prefill = Step::bind(&ctx, &kernels, &weights, &acts, &config, StepKind::Prefill)?;
         let sampler = SamplerBuffers::new(&ctx, &weights, config.vocab_size);

@@ -34,25 +34,36 @@ pub struct Kernels {
 }
 
 impl Kernels {
+    /// For batches of at most `max_batch` tokens (the prefill kernels' larger variants are
+    /// compiled only where such a batch reaches them).
     pub async fn new(
         ctx: &GpuContext,
         weights: &ModelWeights,
         kv: KvFormat,
         head_dim: u32,
+        max_batch: u32,
     ) -> Result<Self> {
-        let mut formats = vec![weights.tok_embd.format, weights.head().format];
+        // Each format's most rows (the products' sizes decide the matmul variants).
+        let mut rows: Vec<(WeightFormat, u32)> = vec![(weights.tok_embd.format, 0)];
+        let head = weights.head();
+        rows.push((head.format, head.n));
         for l in &weights.layers {
             for w in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
-                formats.push(w.format);
+                rows.push((w.format, w.n));
+            }
+        }
+        let mut most: Vec<(WeightFormat, u32)> = Vec::new();
+        for (f, n) in rows {
+            match most.iter_mut().find(|(g, _)| *g == f) {
+                Some((_, m)) => *m = (*m).max(n),
+                None => most.push((f, n)),
             }
         }
         let mut matvec = HashMap::new();
         let mut matmul = HashMap::new();
-        for f in formats {
-            if let std::collections::hash_map::Entry::Vacant(e) = matvec.entry(f) {
-                e.insert(MatVec::new(ctx, f).await?);
-                matmul.insert(f, MatMul::new(ctx, f).await?);
-            }
+        for (f, n) in most {
+            matvec.insert(f, MatVec::new(ctx, f).await?);
+            matmul.insert(f, MatMul::for_products(ctx, f, n, max_batch).await?);
         }
         Ok(Self {
             embed: Embed::new(ctx, weights.tok_embd.format).await?,
@@ -61,7 +72,7 @@ impl Kernels {
             matmul,
             rope: Rope::new(ctx).await?,
             kv_store: KvStore::new(ctx, kv).await?,
-            attention: Attention::new(ctx, kv, head_dim).await?,
+            attention: Attention::for_batches(ctx, kv, head_dim, max_batch).await?,
             swiglu: SwiGlu::new(ctx).await?,
             add: Add::new(ctx).await?,
         })
