@@ -19,7 +19,8 @@
 //   sim     `simBench()`: --runs N --populations a,b --episodes a,b --envs a,b --policy linear|mlp:H|rnn:H
 // Dawn only: --dawn-flags "enable=a,b disable=c" (Dawn toggles; timestamp_quantization is always
 // disabled so profiles are not rounded to 100 µs), --cpuprof FILE (a V8 CPU profile of the
-// measured part, for Chrome DevTools). Chromium: bench and sim; the model must lie inside the repo.
+// measured part, for Chrome DevTools). Chromium: bench and sim; the model must lie inside the repo;
+// --gpu-adapter: the real GPU through Vulkan (the GPU machine) instead of SwiftShader.
 import { openAsBlob, readFileSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -76,7 +77,7 @@ if (opt.chromium) {
   const { launch } = await import("../tests/site/chromium.mjs");
   const { startServer, openPage, root } = await import("../tests/site/page.mjs");
   const { server, base } = await startServer();
-  const browser = await launch();
+  const browser = await launch({ adapter: opt["gpu-adapter"] ? "gpu" : "swiftshader" });
   try {
     const { page } = await openPage(browser, `${base}/tests/sdk/blank.html`);
     page.on("console", (m) => console.log("page:", m.text()));
