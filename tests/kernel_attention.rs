@@ -285,7 +285,8 @@ async fn check_masked(
     let st = state(ctx, pos0 as u32, n_tokens as u32);
     let out = poisoned(ctx, qr * n_tokens);
     let store = KvStore::new(ctx, kv).await.expect("kv_store pipeline");
-    let attention = Attention::new(ctx, kv, s.head_dim)
+    // The tiled variant only where this batch reaches it, as a model load compiles it.
+    let attention = Attention::for_batches(ctx, kv, s.head_dim, n_tokens as u32)
         .await
         .expect("attention pipeline");
     let nt = n_tokens as u32;
@@ -422,7 +423,7 @@ async fn chained_steps() {
     let (rope, store, attention, advance) = (
         Rope::new(&ctx).await.expect("rope"),
         KvStore::new(&ctx, KvFormat::F32).await.expect("kv_store"),
-        Attention::new(&ctx, KvFormat::F32, s.head_dim)
+        Attention::for_batches(&ctx, KvFormat::F32, s.head_dim, 3)
             .await
             .expect("attention"),
         Advance::new(&ctx).await.expect("advance"),

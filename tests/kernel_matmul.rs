@@ -215,10 +215,19 @@ async fn check_matmul(
     assert_within(&case, &got, &want, &tol);
 }
 
+/// `format`'s matmul kernels for products of at most `rows` rows and `tokens` tokens: the wide
+/// tile only where the context's rule reaches it, as a model load compiles them.
+async fn matmul_for(ctx: &GpuContext, format: WeightFormat, rows: usize, tokens: usize) -> MatMul {
+    MatMul::for_products(ctx, format, rows as u32, tokens as u32)
+        .await
+        .expect("matmul pipeline")
+}
+
 async fn matmul_all_formats() {
     let ctx = context().await;
     for (i, format) in WeightFormat::ALL.into_iter().enumerate() {
-        let kernel = MatMul::new(&ctx, format).await.expect("matmul pipeline");
+        let rows = shapes(format).iter().map(|s| s.1).max().unwrap_or(1);
+        let kernel = matmul_for(&ctx, format, rows, 13).await;
         for (j, (k, n)) in shapes(format).into_iter().enumerate() {
             let n_tokens = [1, 7, 8, 13][j % 4];
             check_matmul(
@@ -261,40 +270,40 @@ fn tile_edges(format: WeightFormat) -> Vec<(usize, usize, usize)> {
 }
 
 async fn matmul_tile_edges() {
-    tile_edges_on(&context().await, usize::MAX).await;
+    tile_edges_on(&context().await, &WeightFormat::ALL, usize::MAX).await;
 }
 gpu_test!(matmul_tile_edges_match_reference, matmul_tile_edges);
 
 /// The same edges through matmul_wide.wgsl's 64-row x 64-token tiles and 32-value slabs (used
-/// where they number `WIDE_FROM_GROUPS`; forced here for every product). The browser compiles
-/// every format's wide kernel and checks its first edge case only (the same WGSL; every case
-/// doubled the browser's share of this file, ~90 s on SwiftShader).
+/// where they number `WIDE_FROM_GROUPS`; forced here for every product). The browser checks the
+/// first edge case of three formats, one per decoder family (the wide kernel is one template over
+/// the decoders that matmul_all_formats compiles there; each compile costs ~6 s on SwiftShader).
 async fn matmul_wide_tile_edges() {
     let mut options = fuselm::gpu::ContextOptions::default();
     options.tuning.matmul_wide_from = Some(1);
     let ctx = GpuContext::with_options(options)
         .await
         .expect("a GPU context");
-    tile_edges_on(
-        &ctx,
-        if cfg!(target_arch = "wasm32") {
-            1
-        } else {
-            usize::MAX
-        },
-    )
-    .await;
+    if cfg!(target_arch = "wasm32") {
+        let formats = [WeightFormat::Q4_0, WeightFormat::Q4_K, WeightFormat::F16];
+        tile_edges_on(&ctx, &formats, 1).await;
+    } else {
+        tile_edges_on(&ctx, &WeightFormat::ALL, usize::MAX).await;
+    }
 }
 gpu_test!(
     matmul_wide_tile_edges_match_reference,
     matmul_wide_tile_edges
 );
 
-/// [`tile_edges`]' first `cases` of every format through `ctx`'s kernels.
-async fn tile_edges_on(ctx: &GpuContext, cases: usize) {
-    for (i, format) in WeightFormat::ALL.into_iter().enumerate() {
-        let kernel = MatMul::new(ctx, format).await.expect("matmul pipeline");
-        for (j, (k, n, n_tokens)) in tile_edges(format).into_iter().take(cases).enumerate() {
+/// [`tile_edges`]' first `cases` of each of `formats` through `ctx`'s kernels.
+async fn tile_edges_on(ctx: &GpuContext, formats: &[WeightFormat], cases: usize) {
+    for (i, &format) in formats.iter().enumerate() {
+        let edges: Vec<_> = tile_edges(format).into_iter().take(cases).collect();
+        let rows = edges.iter().map(|e| e.1).max().unwrap_or(1);
+        let tokens = edges.iter().map(|e| e.2).max().unwrap_or(1);
+        let kernel = matmul_for(ctx, format, rows, tokens).await;
+        for (j, (k, n, n_tokens)) in edges.into_iter().enumerate() {
             check_matmul(
                 ctx,
                 &kernel,
@@ -314,9 +323,7 @@ async fn tile_edges_on(ctx: &GpuContext, cases: usize) {
 #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 async fn matmul_smollm2_prefill_shapes() {
     let ctx = context().await;
-    let kernel = MatMul::new(&ctx, WeightFormat::Q4_1)
-        .await
-        .expect("pipeline");
+    let kernel = matmul_for(&ctx, WeightFormat::Q4_1, 1536, 128).await;
     check_matmul(&ctx, &kernel, 576, 1536, 128, None, 500).await;
     check_matmul(&ctx, &kernel, 1536, 576, 128, None, 501).await;
 }
@@ -336,31 +343,21 @@ fn matmul_row_tiles_beyond_one_grid_dimension() {
     pollster::block_on(async {
         let ctx = context().await;
         let max = ctx.device.limits().max_compute_workgroups_per_dimension as usize;
-        let kernel = MatMul::new(&ctx, WeightFormat::Q4_0)
-            .await
-            .expect("pipeline");
+        let kernel = matmul_for(&ctx, WeightFormat::Q4_0, max * 32 + 100, 3).await;
         check_matmul(&ctx, &kernel, 32, max * 32 + 100, 3, None, 600).await;
     })
 }
 
 async fn matmul_many_tokens_chunked() {
     let ctx = context().await;
-    let kernel = MatMul::new(&ctx, WeightFormat::Q4_1)
-        .await
-        .expect("pipeline");
+    let kernel = matmul_for(&ctx, WeightFormat::Q4_1, 192, 33).await;
     check_matmul(&ctx, &kernel, 576, 192, 33, Some(5000), 200).await;
-    let kernel = MatMul::new(&ctx, WeightFormat::F16)
-        .await
-        .expect("pipeline");
+    let kernel = matmul_for(&ctx, WeightFormat::F16, 45, 17).await;
     check_matmul(&ctx, &kernel, 33, 45, 17, Some(700), 201).await;
     // Chunks whose first rows are not a multiple of the 32-row tile, 128 tokens.
-    let kernel = MatMul::new(&ctx, WeightFormat::Q8_0)
-        .await
-        .expect("pipeline");
+    let kernel = matmul_for(&ctx, WeightFormat::Q8_0, 300, 128).await;
     check_matmul(&ctx, &kernel, 64, 300, 128, Some(50 * 72), 202).await;
-    let kernel = MatMul::new(&ctx, WeightFormat::F32)
-        .await
-        .expect("pipeline");
+    let kernel = matmul_for(&ctx, WeightFormat::F32, 90, 40).await;
     check_matmul(&ctx, &kernel, 100, 90, 40, Some(37 * 400), 203).await;
 }
 gpu_test!(matmul_many_tokens_and_chunks, matmul_many_tokens_chunked);
@@ -375,9 +372,7 @@ async fn matmul_obeys_state() {
     let (k, n) = (64, 40);
     let (bytes, _, ty) = weights(&mut rng, WeightFormat::Q8_0, k, n);
     let w = GpuWeight::upload(&ctx, "w", ty, k as u64, n as u64, &bytes).expect("upload");
-    let kernel = MatMul::new(&ctx, WeightFormat::Q8_0)
-        .await
-        .expect("pipeline");
+    let kernel = matmul_for(&ctx, WeightFormat::Q8_0, n, 70).await;
     for (dispatched, in_step) in [(8, 3), (70, 33)] {
         let st = state(&ctx, 0, in_step as u32);
         let xb = buffer_f32(&ctx, &rng.vec(k * dispatched, 1.0));
