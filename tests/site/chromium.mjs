@@ -14,6 +14,9 @@ const gpuArgs = [
   ...webgpuArgs.filter((a) => !a.startsWith("--use-webgpu-adapter=")),
   "--use-angle=vulkan",
   "--disable-vulkan-surface",
+  // Without it the renderer never gets an adapter ("A valid external Instance reference no
+  // longer exists."), though chrome://gpu lists the H200 as available (2026-11-28).
+  "--disable-gpu-compositing",
   "--ignore-gpu-blocklist",
   "--enable-dawn-features=allow_unsafe_apis",
   "--disable-dawn-features=timestamp_quantization",
