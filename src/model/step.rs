@@ -44,20 +44,14 @@ impl Kernels {
         max_batch: u32,
     ) -> Result<Self> {
         // Each format's most rows (the products' sizes decide the matmul variants).
-        let mut rows: Vec<(WeightFormat, u32)> = vec![(weights.tok_embd.format, 0)];
-        let head = weights.head();
-        rows.push((head.format, head.n));
-        for l in &weights.layers {
-            for w in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
-                rows.push((w.format, w.n));
-            }
-        }
-        let mut most: Vec<(WeightFormat, u32)> = Vec::new();
-        for (f, n) in rows {
-            match most.iter_mut().find(|(g, _)| *g == f) {
-                Some((_, m)) => *m = (*m).max(n),
-                None => most.push((f, n)),
-            }
+        let mut most = HashMap::from([(weights.tok_embd.format, 0u32)]);
+        let layers = weights
+            .layers
+            .iter()
+            .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]);
+        for w in std::iter::once(weights.head()).chain(layers) {
+            let m = most.entry(w.format).or_default();
+            *m = (*m).max(w.n);
         }
         let mut matvec = HashMap::new();
         let mut matmul = HashMap::new();
