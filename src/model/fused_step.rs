@@ -23,13 +23,13 @@ use crate::kernels::sample::head_groups;
 use crate::kernels::{
     Embed, EmbedCall, FusedArch, FusedAttention, FusedAttentionCall, FusedCall, FusedFfnDown,
     FusedFfnUp, FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, HeadLogits, HeadLogitsCall,
-    KernelTuning, KvFormat, LayerAttention, LayerIndexing, LayerVectors, SampleCall, SampleChoose,
-    SampleSelect, WeightFormat, NO_VECTOR,
+    KvFormat, LayerAttention, LayerIndexing, LayerVectors, SampleCall, SampleChoose, SampleSelect,
+    WeightFormat, NO_VECTOR,
 };
 use std::collections::HashMap;
 
-/// The geometry of `config` for the fused kernels.
-pub fn fused_shape(c: &ModelConfig, n_ctx: u32, tuning: KernelTuning) -> FusedShape {
+/// The geometry of `config` for the fused kernels on `ctx`'s adapter, with its tuning.
+pub fn fused_shape(c: &ModelConfig, n_ctx: u32, ctx: &GpuContext) -> FusedShape {
     FusedShape {
         n_embd: c.n_embd,
         n_ff: c.n_ff,
@@ -48,7 +48,8 @@ pub fn fused_shape(c: &ModelConfig, n_ctx: u32, tuning: KernelTuning) -> FusedSh
             post_norms: c.post_norms,
             gelu: c.ffn_activation == FfnActivation::GeluTanh,
         },
-        tuning,
+        tuning: *ctx.tuning(),
+        software: ctx.identity.is_software,
     }
 }
 
@@ -413,7 +414,7 @@ impl FusedDecode {
         acts: &Activations,
         kv: KvFormat,
     ) -> Result<Self> {
-        let s = fused_shape(config, acts.n_ctx, *ctx.tuning());
+        let s = fused_shape(config, acts.n_ctx, ctx);
         s.check_device(ctx)?;
         let buffers = FusedBuffers {
             qkv: storage(ctx, "fused qkv", u64::from(s.n_q() + 2 * s.n_kv()) * 4),
@@ -727,7 +728,7 @@ impl Fused {
         sampler: &SamplerBuffers,
         kv: KvFormat,
     ) -> Result<Self> {
-        fused_shape(config, acts.n_ctx, *ctx.tuning()).check_device(ctx)?;
+        fused_shape(config, acts.n_ctx, ctx).check_device(ctx)?;
         Ok(Self {
             choice: Choice::bind(ctx, config, weights, acts, sampler).await?,
             decode: FusedDecode::bind(ctx, config, weights, acts, kv).await?,

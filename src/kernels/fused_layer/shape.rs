@@ -76,6 +76,9 @@ pub struct FusedShape {
     pub arch: FusedArch,
     /// Measurement overrides of the launch parameters (the context's; default: none).
     pub tuning: KernelTuning,
+    /// A software (CPU) adapter, where every workgroup's work is CPU time: launch rules that
+    /// repeat work to fill a GPU's cores do not (see `attention_min_groups`).
+    pub software: bool,
 }
 
 impl FusedShape {

@@ -77,7 +77,7 @@ impl GenerationStrategy for Fused {
 
     /// The fused kernels' shape limits, and no failed build.
     fn check(&self, m: &Shared) -> Result<()> {
-        fused_shape(&m.config, m.acts.n_ctx, *m.ctx.tuning()).check_device(&m.ctx)?;
+        fused_shape(&m.config, m.acts.n_ctx, &m.ctx).check_device(&m.ctx)?;
         match &self.kernels {
             Some(Err(e)) => Err(replay(e)),
             _ => Ok(()),
