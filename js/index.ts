@@ -34,6 +34,7 @@ export type {
   FinishReason,
 } from "./chat.js";
 export { deleteCachedModel, type CacheMode } from "./cache.js";
+export { storeSession, readSession, deleteSession, type SessionStore, type SessionStoreOptions } from "./session.js";
 export {
   createSimulation,
   evaluatePopulation,
@@ -55,6 +56,7 @@ export type {
   LoadOptions,
   GenerateOptions,
   ResponseFormat,
+  SessionInfo,
   JsonSchema,
   JsonValue,
   SamplingOptions,

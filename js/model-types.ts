@@ -1,6 +1,6 @@
 // The `Model` interface and its call options: what both implementations share, the model on this
 // thread (model.ts) and the model in a worker (worker-client.ts).
-import type { Calibration, GenerateOptions, ModelInfo, PreparedFormat, ResponseFormat } from "./wasm/fuselm.js";
+import type { Calibration, GenerateOptions, ModelInfo, PreparedFormat, ResponseFormat, SessionInfo } from "./wasm/fuselm.js";
 import type { CalibrateCallOptions } from "./calibration.js";
 import type { Generation } from "./generation.js";
 import type { Chat } from "./chat.js";
@@ -59,6 +59,31 @@ export interface Model {
   /** Applies a calibration saved earlier (e.g. `JSON.parse` of a stored one): rejects with
    * "invalid-argument" if it was measured for another model, adapter or version of fuselm. */
   useCalibration(calibration: Calibration): Promise<void>;
+  /** Saves the conversation this model holds: the tokens of its KV cache (what the last
+   * generation's prompt and output left there) with their cache rows, this model's identity and
+   * a checksum, as bytes to keep (`storeSession` puts them in OPFS or Cache Storage). After a
+   * reload, `loadSession` on the same model file puts them back, and the next
+   * `chat.completions.create` (or `generate` with `reusePrefix: true`) whose prompt starts with
+   * those tokens prefills only what follows — and continues exactly as the original would have.
+   * Size: `2 × layers × kvHeads × headDim × 4` bytes per token (2 with `kvF16`), plus 40.
+   * Rejects with kind "busy" during a generation.
+   *
+   * ```ts
+   * import { loadModel, storeSession, readSession } from "fuselm";
+   * const model = await loadModel(url);
+   * const saved = await readSession("chat");
+   * if (saved) await model.loadSession(saved); // a reload: the conversation's cache is back
+   * const reply = await model.chat.completions.create({ messages });
+   * await storeSession("chat", await model.saveSession());
+   * ```
+   */
+  saveSession(): Promise<Uint8Array>;
+  /** Restores a session that `saveSession` returned for this model file (any load of it with
+   * the same `kvF16` and an `nCtx` that holds the session's tokens) and resolves with what it
+   * holds. Rejects with kind "session" — leaving the model as it was — for bytes that are
+   * damaged, not a session, or saved with another model (another fine-tune of the same shape
+   * included) or KV format; "busy" during a generation. */
+  loadSession(bytes: Uint8Array | ArrayBuffer): Promise<SessionInfo>;
   /** Stops a running generation, then frees the model's GPU memory. Later calls reject with
    * kind "invalid-argument". Safe to call twice. */
   dispose(): Promise<void>;

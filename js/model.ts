@@ -2,10 +2,11 @@
 // The wasm `Model` owns the GPU memory; this class wraps it so every failure is a `FuselmError`
 // and a disposed model fails with a typed error instead of a wasm trap.
 import type * as wasm from "./wasm/fuselm.js";
-import type { Calibration, ChatMessage, GenerateOptions, ModelInfo, PreparedFormat, ResponseFormat } from "./wasm/fuselm.js";
+import type { Calibration, ChatMessage, GenerateOptions, ModelInfo, PreparedFormat, ResponseFormat, SessionInfo } from "./wasm/fuselm.js";
 import { calibrateWith, type CalibrateCallOptions } from "./calibration.js";
 import { FuselmError, toFuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
+import { sessionBytes } from "./session.js";
 import { chatCompletions, type Chat } from "./chat.js";
 import { loadRaw, type LoadModelOptions, type ModelSource } from "./load.js";
 import { checkOptions, GENERATE_RULES, LOAD_RULES } from "./options.js";
@@ -123,6 +124,23 @@ export class LocalModel implements Model {
     }
     try {
       return this.#live().prepareResponseFormat(format);
+    } catch (e) {
+      throw toFuselmError(e);
+    }
+  }
+
+  async saveSession(): Promise<Uint8Array> {
+    try {
+      return await this.#live().saveSession();
+    } catch (e) {
+      throw toFuselmError(e);
+    }
+  }
+
+  async loadSession(bytes: Uint8Array | ArrayBuffer): Promise<SessionInfo> {
+    const view = sessionBytes(bytes);
+    try {
+      return await this.#live().loadSession(view);
     } catch (e) {
       throw toFuselmError(e);
     }

@@ -1,10 +1,11 @@
 // The page side of worker mode: a `Model` whose every call is a message to the fuselm worker
 // (worker.ts). Generations stream chunk by chunk across the boundary; aborting sends an abort
 // message, and the worker stops the generation at its next chunk boundary.
-import type { Calibration, ChatMessage, GenerateResult, ModelInfo, PreparedFormat, ResponseFormat } from "./wasm/fuselm.js";
+import type { Calibration, ChatMessage, GenerateResult, ModelInfo, PreparedFormat, ResponseFormat, SessionInfo } from "./wasm/fuselm.js";
 import { calibrateWith, type CalibrateCallOptions } from "./calibration.js";
 import { FuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
+import { sessionBytes } from "./session.js";
 import { chatCompletions, type Chat } from "./chat.js";
 import { bufferBytes, bufferStream, type LoadModelOptions, type LoadProgress, type ModelSource } from "./load.js";
 import type { GenerateCallOptions, Model, TokenizeOptions } from "./model-types.js";
@@ -197,6 +198,16 @@ class WorkerModel implements Model {
 
   async prepareResponseFormat(format: ResponseFormat): Promise<PreparedFormat> {
     return (await this.#client.call({ op: "prepareResponseFormat", format })) as PreparedFormat;
+  }
+
+  async saveSession(): Promise<Uint8Array> {
+    return (await this.#client.call({ op: "saveSession" })) as Uint8Array;
+  }
+
+  async loadSession(bytes: Uint8Array | ArrayBuffer): Promise<SessionInfo> {
+    // A copy crosses to the worker (the caller keeps its bytes, e.g. to store them again).
+    const copy = sessionBytes(bytes).slice();
+    return (await this.#client.call({ op: "loadSession", bytes: copy }, { transfer: [copy.buffer] })) as SessionInfo;
   }
 
   async detokenize(ids: ArrayLike<number>): Promise<string> {

@@ -1,7 +1,7 @@
 // The messages between a page and the fuselm worker (`loadModel(source, { worker: true })`).
 // Requests carry an id; the worker answers each with events for that id and finally a `done`
 // or `error`. Errors cross as plain data and become `FuselmError`s again on the page.
-import type { CalibrateOptions, Calibration, ChatMessage, GenerateOptions, GenerateResult, LoadOptions, ModelInfo, PreparedFormat, ResponseFormat } from "./wasm/fuselm.js";
+import type { CalibrateOptions, Calibration, ChatMessage, GenerateOptions, GenerateResult, LoadOptions, ModelInfo, PreparedFormat, ResponseFormat, SessionInfo } from "./wasm/fuselm.js";
 import type { CacheMode } from "./cache.js";
 import type { LoadProgress } from "./load.js";
 import { FuselmError, type ErrorKind } from "./errors.js";
@@ -28,6 +28,10 @@ export type Request =
   | { id: number; op: "calibrate"; options: CalibrateOptions }
   /** Applies a saved calibration; answers the updated info. */
   | { id: number; op: "useCalibration"; calibration: Calibration }
+  /** Answers the session's bytes (transferred). */
+  | { id: number; op: "saveSession" }
+  /** `bytes` transferred; answers the `SessionInfo`. */
+  | { id: number; op: "loadSession"; bytes: Uint8Array }
   | { id: number; op: "dispose" }
   /** Aborts the load or generation with this id. */
   | { id: number; op: "abort" };
@@ -43,7 +47,7 @@ export interface WireError {
 export type Reply =
   | { id: number; event: "progress"; progress: WireProgress }
   | { id: number; event: "chunk"; text: string; tokenIds: number[] }
-  | { id: number; event: "done"; value: ModelInfo | GenerateResult | PreparedFormat | number[] | string | { calibration: Calibration; info: ModelInfo } | null }
+  | { id: number; event: "done"; value: ModelInfo | GenerateResult | PreparedFormat | SessionInfo | Uint8Array | number[] | string | { calibration: Calibration; info: ModelInfo } | null }
   | { id: number; event: "error"; error: WireError };
 
 /** A `LoadProgress` as posted: its `cacheError` as a `WireError` (an Error loses its kind in a

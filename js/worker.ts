@@ -8,7 +8,7 @@ import type { ModelSource } from "./load.js";
 import { toWire, type Reply, type Request, type WireSource } from "./worker-protocol.js";
 
 interface Scope {
-  postMessage(message: Reply): void;
+  postMessage(message: Reply, transfer?: Transferable[]): void;
   addEventListener(type: "message", listener: (event: MessageEvent<Request>) => void): void;
 }
 const scope = globalThis as unknown as Scope;
@@ -36,7 +36,8 @@ async function stream(id: number, generation: Generation): Promise<Reply> {
   return { id, event: "done", value: await generation.result() };
 }
 
-async function handle(req: Exclude<Request, { op: "abort" }>, signal: AbortSignal): Promise<Reply> {
+/** The reply to `req`, or undefined when the handler posted it itself (with a transfer). */
+async function handle(req: Exclude<Request, { op: "abort" }>, signal: AbortSignal): Promise<Reply | undefined> {
   const id = req.id;
   switch (req.op) {
     case "load": {
@@ -72,6 +73,14 @@ async function handle(req: Exclude<Request, { op: "abort" }>, signal: AbortSigna
       await m.useCalibration(req.calibration);
       return { id, event: "done", value: m.info };
     }
+    case "saveSession": {
+      const bytes = await needModel().saveSession();
+      // The bytes move to the page instead of being copied.
+      scope.postMessage({ id, event: "done", value: bytes }, [bytes.buffer]);
+      return undefined;
+    }
+    case "loadSession":
+      return { id, event: "done", value: await needModel().loadSession(req.bytes) };
     case "dispose":
       await model?.dispose();
       model = undefined;
@@ -88,6 +97,6 @@ scope.addEventListener("message", (event) => {
   const controller = new AbortController();
   aborts.set(req.id, controller);
   handle(req, controller.signal)
-    .then(post, (e: unknown) => post({ id: req.id, event: "error", error: toWire(toFuselmError(e)) }))
+    .then((reply) => reply && post(reply), (e: unknown) => post({ id: req.id, event: "error", error: toWire(toFuselmError(e)) }))
     .finally(() => aborts.delete(req.id));
 });

@@ -82,6 +82,11 @@ pub enum FuselmError {
     /// this model is unusable; load it again.
     #[error("the GPU device was lost: {0}")]
     DeviceLost(String),
+
+    /// A saved session (`loadSession`) that is damaged, not a session, or not for this model
+    /// and load; or a session that cannot be saved now. The model stays usable.
+    #[error("session: {0}")]
+    Session(String),
 }
 
 /// The stable, machine-readable category of a [`FuselmError`]; in TypeScript, `FuselmError.kind`.
@@ -105,6 +110,9 @@ pub enum ErrorKind {
     Busy,
     UnsupportedQuant,
     DeviceLost,
+    /// A saved session that is damaged or belongs to another model or load
+    /// ([`FuselmError::Session`]).
+    Session,
     /// Fetching the model failed (raised by the TypeScript loader; listed here so the kind is one type).
     Network,
     /// The downloaded model could not be kept in the browser's cache (quota exceeded, storage
@@ -130,6 +138,7 @@ impl ErrorKind {
             ErrorKind::Busy => "busy",
             ErrorKind::UnsupportedQuant => "unsupported-quant",
             ErrorKind::DeviceLost => "device-lost",
+            ErrorKind::Session => "session",
             ErrorKind::Network => "network",
             ErrorKind::Cache => "cache",
         }
@@ -159,6 +168,7 @@ impl FuselmError {
             FuselmError::UnsupportedQuant(_) => ErrorKind::UnsupportedQuant,
             FuselmError::UnsupportedModel(_) => ErrorKind::InvalidModel,
             FuselmError::DeviceLost(_) => ErrorKind::DeviceLost,
+            FuselmError::Session(_) => ErrorKind::Session,
         }
     }
 }
@@ -188,6 +198,7 @@ mod tests {
             ErrorKind::Busy,
             ErrorKind::UnsupportedQuant,
             ErrorKind::DeviceLost,
+            ErrorKind::Session,
             ErrorKind::Network,
         ] {
             let json = serde_json::to_string(&kind).unwrap_or_default();

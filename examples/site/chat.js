@@ -9,8 +9,13 @@
 // "generating" | "error"), `dataset.errorKind` after an error, `dataset.phases` (the load phases
 // seen, in order) and `dataset.fromCache` when the bytes came from the cache; for tests and the
 // devtools console, `window.fuselmChat.model` is the loaded Model (e.g. `.detokenize(ids)`).
+// The conversation survives a reload: after each answer the page keeps the model's KV cache as a
+// saved session in OPFS (`model.saveSession()`, `storeSession`) and the messages in localStorage,
+// both under the model's name; loading that model again restores them (`loadSession`), so the next
+// turn prefills only itself. "New chat" deletes them. `dataset.restored` is the number of tokens
+// restored (tests).
 // In your own site: `import { loadModel } from "fuselm"`.
-import { loadModel } from "../../dist/index.js";
+import { loadModel, storeSession, readSession, deleteSession } from "../../dist/index.js";
 import { $, clearError, errorKind, fmtBytes, fmtNumber, showError } from "./ui.js";
 
 const params = new URLSearchParams(location.search);
@@ -132,6 +137,8 @@ async function load(source, name) {
     const seconds = (performance.now() - t0) / 1000;
     showInfo(model.info, seconds);
     $("status").textContent = `${name} is ready (${seconds.toFixed(1)} s).`;
+    const restored = await restore();
+    if (restored) $("status").textContent += ` ${restored}`;
     setState("ready");
     $("prompt").focus();
   } catch (e) {
@@ -187,6 +194,55 @@ $("unload").addEventListener("click", async () => {
   $("status").textContent = "Model unloaded: its GPU memory is free.";
   setState("idle");
 });
+
+// ---------------------------------------------------------------- kept across reloads
+
+const savedKey = () => `chat:${modelName}`;
+
+/** Keeps the conversation (localStorage) and the model's KV cache (a session in OPFS). A failure
+ * only costs the next visit a longer first prefill: the note returned says so. */
+async function keep() {
+  try {
+    localStorage.setItem(`fuselm-${savedKey()}`, JSON.stringify({ system: $("system").value, conversation }));
+    await storeSession(savedKey(), await model.saveSession());
+    return "";
+  } catch (e) {
+    return `The conversation could not be kept for the next visit (${errorKind(e)}).`;
+  }
+}
+
+/** After a load: the conversation kept for this model, with its KV cache. Returns a status note. */
+async function restore() {
+  const text = localStorage.getItem(`fuselm-${savedKey()}`);
+  if (!text) return "";
+  let kept;
+  try {
+    kept = JSON.parse(text);
+  } catch {
+    return "";
+  }
+  if (!Array.isArray(kept.conversation) || kept.conversation.length === 0) return "";
+  conversation = kept.conversation;
+  if (typeof kept.system === "string") $("system").value = kept.system;
+  $("messages").replaceChildren();
+  for (const m of conversation) addMessage(m.role, m.content);
+  try {
+    const bytes = await readSession(savedKey());
+    if (!bytes) return "The earlier conversation is back (its first answer prefills it again).";
+    const { tokens } = await model.loadSession(bytes);
+    document.body.dataset.restored = String(tokens);
+    return `The earlier conversation is back, with its ${tokens}-token cache.`;
+  } catch (e) {
+    // Another model file under this name, another kvF16, a damaged entry: the text stays.
+    return `The earlier conversation is back; its cache was not (${errorKind(e)}), so the next answer prefills it again.`;
+  }
+}
+
+async function forget() {
+  localStorage.removeItem(`fuselm-${savedKey()}`);
+  delete document.body.dataset.restored;
+  await deleteSession(savedKey()).catch(() => {});
+}
 
 // ---------------------------------------------------------------- the conversation
 
@@ -331,7 +387,9 @@ async function send(text) {
   parts.push(finish === "stopped" ? "stopped" : finish === "length" ? "max_tokens reached" : "done");
   meta.textContent = parts.join(" · ");
   msg.dataset.tokensPerSecond = String(rate);
-  $("status").textContent = finish === "stopped" ? "Stopped. Say something else?" : "";
+  // Kept before the page is ready again: a save and the next turn never run at once.
+  const note = history === conversation ? await keep() : "";
+  $("status").textContent = (finish === "stopped" ? "Stopped. Say something else? " : "") + note;
   setState("ready");
   $("prompt").focus();
 }
@@ -353,6 +411,7 @@ $("stop").addEventListener("click", () => generation?.abort.abort());
 $("new-chat").addEventListener("click", () => {
   generation?.abort.abort();
   conversation = [];
+  if (model) void forget();
   const empty = document.createElement("p");
   empty.className = "empty";
   empty.id = "empty";

@@ -188,6 +188,34 @@ impl StagedRead {
         Self::recorded(encoder, src, offset, size, staging, Some(pool.clone()))
     }
 
+    /// Records copies of several ranges `(src, offset, size)` (multiples of 4) into one staging
+    /// buffer, one after another: [`StagedRead::read`] returns their bytes concatenated.
+    pub fn gather(
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        ranges: &[(&wgpu::Buffer, u64, u64)],
+    ) -> Self {
+        let size: u64 = ranges.iter().map(|r| r.2).sum();
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("fuselm gathered readback"),
+            size: size.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut at = 0;
+        for &(src, offset, len) in ranges {
+            encoder.copy_buffer_to_buffer(src, offset, &staging, at, len);
+            at += len;
+        }
+        Self {
+            staging: Some(staging),
+            size,
+            submission: None,
+            pool: None,
+            done: false,
+        }
+    }
+
     /// Records the copy into `staging` and wraps it.
     fn recorded(
         encoder: &mut wgpu::CommandEncoder,

@@ -4,7 +4,7 @@
 //!
 //! Workloads: with a model, prompts of 16 and 128 tokens and 128 new tokens, and (optionally)
 //! decode after ~1,000 tokens of context; with `toy`, synthetic Llama models of d_model
-//! 32/64/128/256 with 1 and 4 layers, 64 tokens. Each configuration: one warm-up, then `runs`
+//! 32/64/128/256 with 1 and 4 layers, 64 tokens. Each configuration: a short warm-up, then `runs`
 //! measured runs; medians with min/max. Greedy, no stop ids, so every run makes all its tokens.
 
 use super::generation::DEFAULT_CHUNK_TOKENS;
@@ -174,6 +174,9 @@ pub(crate) fn prompt_of(len: usize, vocab: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Tokens a configuration's warm-up generates.
+const WARM_UP_TOKENS: u32 = 4;
+
 async fn measure(
     model: &mut GpuModel,
     w: &Workload,
@@ -193,7 +196,14 @@ async fn measure(
         constraint: None,
         logprobs: None,
     };
-    model.generate(&request, &mut |_| true).await?; // warm-up
+    // A warm-up compiles every kernel the runs use (prefill, decode, the head); a few tokens do
+    // that as well as all of them (on SwiftShader the whole-length warm-up was half of the
+    // bench page's time).
+    let warm_up = GenerationRequest {
+        max_tokens: w.new_tokens.min(WARM_UP_TOKENS),
+        ..request
+    };
+    model.generate(&warm_up, &mut |_| true).await?;
     let (mut decode, mut prefill, mut ttft) = (Vec::new(), Vec::new(), Vec::new());
     let mut e2e = Vec::new();
     let mut record = Vec::new();

@@ -174,9 +174,12 @@ impl GpuModel {
         );
         for &s in candidates.iter().filter(|&&s| s != best) {
             // Timed, not chosen: give back what it built (rebuilt if asked for by name).
-            if self.strategies.get_mut(s).release() && self.kv_owner == Some(s) {
-                self.kv_owner = None;
-                self.kv_valid.clear();
+            if self.strategies.get_mut(s).release() {
+                self.kv_caches.retain(|&c| c != Some(s));
+                if self.kv_caches.is_empty() {
+                    self.kv_caches.push(None);
+                    self.kv_valid.clear();
+                }
             }
         }
         self.planner.set(best, reason.clone());

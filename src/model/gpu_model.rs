@@ -167,9 +167,9 @@ pub struct GpuModel {
     /// The tokens whose KV-cache rows `0..len` are valid: what the last generation left behind,
     /// so the next one can skip the prefill of a shared prefix (`reuse_prefix`).
     pub(super) kv_valid: Vec<u32>,
-    /// Whose KV cache `kv_valid` describes: a strategy with its own, or `None` for the shared
-    /// one.
-    pub(super) kv_owner: Option<Strategy>,
+    /// The KV caches holding `kv_valid`'s rows: a strategy's own, or `None` for the shared one
+    /// (a generation leaves one; a restored session can fill two, `model::session`).
+    pub(super) kv_caches: Vec<Option<Strategy>>,
     /// The last constraint uploaded, kept while the next generation uses the same one.
     pub(super) constraint: Option<(Arc<Constraint>, ConstraintTable)>,
 }
@@ -236,7 +236,7 @@ impl GpuModel {
             strategies,
             planner,
             kv_valid: Vec::new(),
-            kv_owner: None,
+            kv_caches: vec![None],
             constraint: None,
         })
     }
@@ -411,7 +411,7 @@ impl GpuModel {
             .get(req.strategy)
             .own_kv_cache()
             .then_some(req.strategy);
-        let start = if req.reuse_prefix && self.kv_owner == owner {
+        let start = if req.reuse_prefix && self.kv_caches.contains(&owner) {
             let shared = self
                 .kv_valid
                 .iter()
@@ -471,7 +471,7 @@ impl GpuModel {
         };
         // Until this generation ends well, the cache holds nothing reusable.
         self.kv_valid.clear();
-        self.kv_owner = owner;
+        self.kv_caches = vec![owner];
         let run = Run {
             prompt: req.prompt,
             max_tokens: req.max_tokens,

@@ -1,5 +1,6 @@
 //! Uploading a GGUF model's tensors to the GPU, quantized as they are in the file.
 
+use super::session::Fingerprint;
 use crate::error::{FuselmError, Result};
 use crate::gguf::{
     dequantize_tensor, layer_tensor, Gguf, GgufError, ModelConfig, TensorInfo, FUSED_QKV,
@@ -91,6 +92,8 @@ pub struct ModelWeights {
     /// short), `[rope_dims / 2]` f32 each; [`ModelConfig::rope_factors_tensor`] says which
     /// one a context uses.
     pub rope_factors: Vec<(&'static str, wgpu::Buffer)>,
+    /// The weights' identity, which saved sessions carry ([`super::session::Fingerprint`]).
+    pub identity: u32,
 }
 
 /// A tensor on the GPU as the loader uploads it: norms as f32 vectors, everything else as
@@ -229,23 +232,25 @@ impl ModelWeights {
     pub fn upload(ctx: &GpuContext, g: &Gguf, file: &[u8], config: &ModelConfig) -> Result<Self> {
         Self::check_supported(config)?;
         let mut uploaded = std::collections::HashMap::new();
+        let mut fingerprint = Fingerprint::default();
         for t in g.tensors() {
             if is_model_tensor(&t.name, config) {
-                uploaded.extend(upload_tensor_parts(
-                    ctx,
-                    t,
-                    g.tensor_data(file, t)?,
-                    config,
-                )?);
+                let data = g.tensor_data(file, t)?;
+                fingerprint.add(t, data);
+                uploaded.extend(upload_tensor_parts(ctx, t, data, config)?);
             }
         }
-        Self::assemble(config, |name| Ok(uploaded.remove(name)))
+        Self::assemble(config, fingerprint.finish(), |name| {
+            Ok(uploaded.remove(name))
+        })
     }
 
     /// Builds the model's weights from uploaded tensors: `take(name)` hands over the tensor
-    /// `name` (`None` if the file has none; only `output.weight` is optional).
+    /// `name` (`None` if the file has none; only `output.weight` is optional). `identity`: the
+    /// [`Fingerprint`] of the uploaded tensors.
     pub fn assemble(
         config: &ModelConfig,
+        identity: u32,
         mut take: impl FnMut(&str) -> Result<Option<UploadedTensor>>,
     ) -> Result<Self> {
         let mut get = |name: &str| -> Result<UploadedTensor> {
@@ -317,6 +322,7 @@ impl ModelWeights {
             output,
             stacks: LayerStacks::default(),
             rope_factors,
+            identity,
         })
     }
 

@@ -7,6 +7,7 @@
 
 use super::gpu_model::{GpuModel, LoadOptions};
 use super::gpu_weights::{is_model_tensor, upload_tensor_parts, ModelWeights, UploadedTensor};
+use super::session::Fingerprint;
 use super::shared::{check_fit, LoadScopes};
 use super::text_model::TextModel;
 use crate::chat_template::ChatTemplate;
@@ -51,6 +52,8 @@ pub struct ModelLoader {
     uploaded: HashMap<String, UploadedTensor>,
     status: LoadStatus,
     failed: Option<String>,
+    /// The weights' identity, fed tensor by tensor as they arrive.
+    fingerprint: Fingerprint,
 }
 
 impl ModelLoader {
@@ -63,6 +66,7 @@ impl ModelLoader {
             uploaded: HashMap::new(),
             status: LoadStatus::default(),
             failed: None,
+            fingerprint: Fingerprint::default(),
         }
     }
 
@@ -147,6 +151,7 @@ impl ModelLoader {
         if !is_model_tensor(&t.name, &h.config) {
             return Ok(());
         }
+        self.fingerprint.add(t, data);
         let parts = upload_tensor_parts(&self.ctx, t, data, &h.config)?;
         self.uploaded.extend(parts);
         self.status.tensors_uploaded += 1;
@@ -169,7 +174,9 @@ impl ModelLoader {
             .take()
             .ok_or_else(|| FuselmError::Gpu("the GGUF header never completed".into()))?;
         let mut uploaded = std::mem::take(&mut self.uploaded);
-        let weights = ModelWeights::assemble(&h.config, |name| Ok(uploaded.remove(name)))?;
+        let identity = std::mem::take(&mut self.fingerprint).finish();
+        let weights =
+            ModelWeights::assemble(&h.config, identity, |name| Ok(uploaded.remove(name)))?;
         let gpu =
             GpuModel::from_weights(self.ctx, h.config, weights, &self.options, h.scopes).await?;
         Ok(TextModel::from_parts(gpu, h.tokenizer, h.template))

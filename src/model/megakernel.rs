@@ -291,6 +291,12 @@ impl MegaModel {
         })
     }
 
+    /// Its KV cache: f32, per layer K then V, per KV head, `n_ctx` rows of `head_dim`
+    /// (`kv_base` in megakernel.wgsl).
+    pub fn kv(&self) -> &wgpu::Buffer {
+        &self.kv
+    }
+
     /// GPU bytes of the arena, KV cache and scratch (the grid version's too, once built).
     pub fn bytes(&self) -> u64 {
         self.arena.size()

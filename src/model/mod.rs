@@ -14,6 +14,7 @@ mod loader;
 mod megakernel;
 pub mod prefill_bench;
 mod profile;
+mod session;
 mod shared;
 mod step;
 mod stop_text;
@@ -28,6 +29,7 @@ pub use generation::{StopReason, TokenGeneration, DEFAULT_CHUNK_TOKENS};
 pub use gpu_model::{GenerationRequest, GpuModel, LoadOptions, MemoryUse, QuantUse};
 pub use loader::{LoadStatus, ModelLoader};
 pub use profile::{RoleProfile, StepProfile};
+pub use session::SessionInfo;
 pub use stop_text::StopText;
 pub use strategy::Strategy;
 pub use text_model::{

@@ -14,7 +14,7 @@ use crate::constraint::ResponseFormat;
 use crate::error::FuselmError;
 use crate::model::{
     CalibrateOptions, Calibration, GenerateOptions, GenerateResult, LoadOptions, LoadStatus,
-    MemoryUse, PreparedFormat, Prompt, QuantUse, Strategy, TextModel,
+    MemoryUse, PreparedFormat, Prompt, QuantUse, SessionInfo, Strategy, TextModel,
 };
 use crate::tokenizer::Tokenizer;
 use serde::{Deserialize, Serialize};
@@ -150,6 +150,10 @@ export class Model {
     useCalibration(calibration: Calibration): void;
     /** The key a calibration of this model on this adapter carries. */
     calibrationKey(): string;
+    /** The tokens in the KV cache and their rows, as bytes. */
+    saveSession(): Promise<Uint8Array>;
+    /** Restores a saved session of this model into the KV cache. */
+    loadSession(bytes: Uint8Array): Promise<SessionInfo>;
 }
 
 /**
@@ -418,6 +422,55 @@ impl Model {
     pub fn calibration_key(&self) -> String {
         self.calibration_key.clone()
     }
+
+    /// The tokens the KV cache holds and their rows, as bytes (`GpuModel::save_session`).
+    /// Rejects with "busy" during a generation.
+    #[wasm_bindgen(js_name = saveSession)]
+    pub fn save_session(&self) -> js_sys::Promise {
+        let inner = Rc::clone(&self.inner);
+        wasm_bindgen_futures::future_to_promise(async move {
+            let bytes = save_session(&inner).await.map_err(to_js_error)?;
+            Ok(js_sys::Uint8Array::from(bytes.as_slice()).into())
+        })
+    }
+
+    /// Restores a session saved from this model (`GpuModel::load_session`): resolves with
+    /// what it holds; rejects with "session" for bytes of another model or load, or damaged
+    /// ones (the model stays as it was), "busy" during a generation.
+    #[wasm_bindgen(js_name = loadSession)]
+    pub fn load_session(&self, bytes: Vec<u8>) -> js_sys::Promise {
+        let inner = Rc::clone(&self.inner);
+        wasm_bindgen_futures::future_to_promise(async move {
+            let info = load_session(&inner, &bytes).await.map_err(to_js_error)?;
+            Ok(to_js(&info)?.into())
+        })
+    }
+}
+
+// As `generate` below: the RefMut held across the awaits is the busy lock.
+#[allow(clippy::await_holding_refcell_ref)]
+async fn save_session(inner: &RefCell<TextModel>) -> Result<Vec<u8>, FuselmError> {
+    let mut model = inner.try_borrow_mut().map_err(|_| busy())?;
+    if let Some(why) = model.gpu().context().lost() {
+        return Err(FuselmError::DeviceLost(why));
+    }
+    let result = model.gpu().save_session().await;
+    result
+        .map(|(bytes, _)| bytes)
+        .map_err(|e| model.gpu().context().explain(e))
+}
+
+#[allow(clippy::await_holding_refcell_ref)]
+async fn load_session(
+    inner: &RefCell<TextModel>,
+    bytes: &[u8],
+) -> Result<SessionInfo, FuselmError> {
+    let mut model = inner.try_borrow_mut().map_err(|_| busy())?;
+    if let Some(why) = model.gpu().context().lost() {
+        return Err(FuselmError::DeviceLost(why));
+    }
+    let result = model.gpu().load_session(bytes).await;
+    result.map_err(|e| model.gpu().context().explain(e))
 }
 
 // As `generate` below: the RefMut held across the awaits is the busy lock.

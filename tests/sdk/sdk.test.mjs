@@ -221,21 +221,53 @@ test("generate streams chunks, stop sequences are never emitted, abort and busy 
   assertNoProblems(problems);
 });
 
-test("chat.completions has the OpenAI shape and reuses the KV cache of earlier turns", async () => {
+test("chat.completions has the OpenAI shape and reuses the KV cache of earlier turns, also from a saved session after a reload", async () => {
   const { page, problems } = await sdkPage();
   const out = await page.evaluate(async (url) => {
-    const m = await window.f.loadModel(url, { nCtx: 384 });
+    const f = window.f;
+    const kind = (e) => (e instanceof f.FuselmError ? `${e.kind}: ${e.message}` : `untyped: ${e}`);
+    const m = await f.loadModel(url, { nCtx: 384 });
     const messages = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hi there" }];
     const first = await m.chat.completions.create({ messages, max_tokens: 8, seed: 3, temperature: 0.8 });
+    // The conversation so far, kept in both stores as an app would before a reload.
+    const saved = await m.saveSession();
+    await f.storeSession("chat", saved);
+    await f.storeSession("chat", saved, { store: "cache-api" });
     messages.push(first.choices[0].message, { role: "user", content: "And then?" });
     const stream = await m.chat.completions.create({ messages, max_tokens: 8, stream: true });
     const chunks = [];
     for await (const c of stream) chunks.push(c);
     const fresh = await m.chat.completions.create({ messages, max_tokens: 8, cache_prompt: false });
     await m.dispose();
-    return { first, chunks, fresh };
+    // "After the reload": another load, in a worker (the bytes cross to it), restores the
+    // session from OPFS and answers the second turn as the original did.
+    const w = await f.loadModel(url, { nCtx: 384, worker: true });
+    const stored = await f.readSession("chat");
+    const restored = await w.loadSession(stored);
+    const again = await w.chat.completions.create({ messages, max_tokens: 8 });
+    const resaved = await w.saveSession();
+    const damaged = stored.slice();
+    damaged[60] ^= 1;
+    const errors = [
+      await w.loadSession(damaged).then(() => "resolved", kind),
+      await w.loadSession("bytes?").then(() => "resolved", kind),
+      await f.storeSession("", saved).then(() => "resolved", kind),
+      await f.readSession("chat", { store: "localStorage" }).then(() => "resolved", kind),
+    ];
+    const after = await w.chat.completions.create({ messages, max_tokens: 2 });
+    await w.dispose();
+    const fromCache = await f.readSession("chat", { store: "cache-api" });
+    await f.deleteSession("chat");
+    await f.deleteSession("chat", { store: "cache-api" });
+    const gone = [await f.readSession("chat"), await f.readSession("chat", { store: "cache-api" })];
+    const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+    return {
+      first, chunks, fresh, restored, again, errors, after,
+      savedLength: saved.length, resavedType: Object.prototype.toString.call(resaved), resavedLength: resaved.length,
+      storedSame: same(stored, saved), cacheSame: same(fromCache, saved), gone: gone.map(String),
+    };
   }, model);
-  const { first, chunks, fresh } = out;
+  const { first, chunks, fresh, restored, again, errors, after } = out;
   assert.equal(first.object, "chat.completion");
   assert.match(first.id, /^chatcmpl-/);
   assert.equal(first.choices.length, 1);
@@ -253,6 +285,21 @@ test("chat.completions has the OpenAI shape and reuses the KV cache of earlier t
   // The second turn's prompt starts with the first turn's prompt: all of it is reused.
   assert.ok(last.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens, JSON.stringify(last.usage));
   assert.equal(fresh.usage.prompt_tokens_details.cached_tokens, 0);
+  // The saved session: the first turn's prompt and answer (but its last token), stored and read
+  // back unchanged from OPFS and Cache Storage; restored in another load, it answers the second
+  // turn exactly as the original did, prefilling only the new turn.
+  assert.ok(out.storedSame && out.cacheSame, "the stores return the bytes they were given");
+  assert.deepEqual(restored, { tokens: first.usage.prompt_tokens + first.usage.completion_tokens - 1, bytes: out.savedLength });
+  assert.equal(again.choices[0].message.content, fresh.choices[0].message.content, "the restored session answers as the original");
+  assert.equal(again.usage.prompt_tokens_details.cached_tokens, last.usage.prompt_tokens_details.cached_tokens);
+  assert.equal(out.resavedType, "[object Uint8Array]");
+  assert.ok(out.resavedLength > out.savedLength, "the second turn grew the session");
+  assert.match(errors[0], /^session: the session is damaged/);
+  assert.match(errors[1], /^invalid-argument: loadSession\(bytes\): bytes must be a Uint8Array/);
+  assert.match(errors[2], /^invalid-argument: name must be a string/);
+  assert.match(errors[3], /^invalid-argument: store must be "opfs" or "cache-api"/);
+  assert.equal(after.usage.completion_tokens, 2, "the model stays usable after a refused session");
+  assert.deepEqual(out.gone, ["undefined", "undefined"]);
   assertNoProblems(problems);
 });
 

@@ -136,6 +136,23 @@ test("chat: load, stream an answer, stop a long one, keep talking, unload", asyn
     assert.equal(await page.locator("#messages .msg.assistant").count(), 3);
     await screenshot(page, "chat-stream-stop");
 
+    // A reload mid-conversation: loading the model again brings the conversation back with its
+    // KV cache (a saved session in OPFS), so the next turn prefills only itself.
+    await page.reload();
+    assert.equal(await waitState(page, ["idle"]), "idle");
+    await loadByUrl(page, tiny);
+    await expectState(page, "ready");
+    const restored = Number(await page.evaluate(() => document.body.dataset.restored));
+    assert.ok(restored > 0, `the session came back (${restored} tokens)`);
+    assert.match(await page.textContent("#status"), new RegExp(`conversation is back, with its ${restored}-token cache`));
+    assert.equal(await page.locator("#messages .msg.user").count(), 3);
+    assert.equal(await page.locator("#messages .msg.assistant").count(), 3);
+    await settings(page, { "max-tokens": 4 });
+    await say(page, "Still there?");
+    await expectState(page, "ready");
+    const resumed = Number((await lastAnswer(page).locator(".meta").textContent()).match(/\((\d+) cached\)/)[1]);
+    assert.ok(resumed >= cached, `after the reload ${resumed} prompt tokens were cached (the third turn: ${cached})`);
+
     // New chat: an empty conversation, and the model answers without the old turns' cache.
     await page.click("#new-chat");
     assert.equal(await page.locator("#messages .msg").count(), 0);
@@ -144,6 +161,8 @@ test("chat: load, stream an answer, stop a long one, keep talking, unload", asyn
     await expectState(page, "ready");
     assert.match(await lastAnswer(page).locator(".meta").textContent(), /4 tokens .* prompt \d+ \(\d+ cached\)/);
     assert.equal(await page.locator("#messages .msg").count(), 2);
+    // The session kept now is the new chat's: a reload would bring back this one turn only.
+    assert.equal(await page.evaluate(() => JSON.parse(localStorage.getItem("fuselm-chat:tiny.gguf")).conversation.length), 2);
 
     // Unload frees the GPU memory.
     await page.click("#unload");

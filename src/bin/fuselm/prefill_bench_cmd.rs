@@ -1,7 +1,8 @@
 //! `fuselm prefill-bench --model PATH [--lengths 128,512,1024] [--max-batch N] [--runs N]
-//! [--strategy S] [--profile] [--out FILE] [--tune NAME=VALUE ...]`: time to first token and
-//! prefill tok/s per prompt length (`fuselm::model::prefill_bench`), with the adapter report,
-//! date and commit; `--profile` adds the prefill body per kernel role.
+//! [--strategy S] [--profile] [--sessions] [--kv-f16] [--out FILE] [--tune NAME=VALUE ...]`: time
+//! to first token and prefill tok/s per prompt length (`fuselm::model::prefill_bench`), with the
+//! adapter report, date and commit; `--profile` adds the prefill body per kernel role,
+//! `--sessions` saving each prompt as a session and restoring it to the first token.
 
 use crate::bench_cmd::{commit, today};
 use crate::tune_args::TuneArgs;
@@ -31,6 +32,13 @@ pub struct PrefillBenchArgs {
     /// Also time each dispatch of one prefill batch (timestamp queries).
     #[arg(long)]
     profile: bool,
+    /// Also save each prompt's KV cache as a session and time restoring it to the first token
+    /// (against prefilling the prompt again).
+    #[arg(long)]
+    sessions: bool,
+    /// Keep the KV cache in f16 (default: f32).
+    #[arg(long)]
+    kv_f16: bool,
     /// Write the JSON here (else stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -50,7 +58,7 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
     let load = LoadOptions {
         n_ctx: Some(longest + 8),
         max_batch: Some(args.max_batch.unwrap_or(longest)),
-        kv_f16: Some(false),
+        kv_f16: Some(args.kv_f16),
         strategy: None,
     };
     let mut model = crate::model_file::load_streamed(&args.model, ctx, load).await?;
@@ -60,6 +68,7 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
         strategy,
         args.runs,
         args.profile,
+        args.sessions,
     )
     .await?;
     for r in &rows {
@@ -70,6 +79,15 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
             r.prefill_tokens_per_second.median,
             r.batches
         );
+        if let Some(s) = &r.session {
+            eprintln!(
+                "    session {:.1} MB ({:.0} B/token): save {:.2} ms, restore to first token {:.2} ms",
+                s.bytes as f64 / 1e6,
+                s.bytes_per_token,
+                s.save_ms.median,
+                s.restore_to_first_token_ms.median
+            );
+        }
         if let Some(p) = &r.profile {
             for role in &p.roles {
                 eprintln!(
@@ -90,6 +108,7 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
         "device": adapter,
         "model": args.model.file_name().map(|n| n.to_string_lossy().into_owned()),
         "maxBatch": model.gpu().max_batch(),
+        "kvF16": args.kv_f16,
         "rows": rows,
     });
     let text = serde_json::to_string_pretty(&out)?;

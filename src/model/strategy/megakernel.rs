@@ -206,6 +206,10 @@ impl GenerationStrategy for Megakernel {
         true
     }
 
+    fn own_kv(&self) -> Option<&wgpu::Buffer> {
+        self.mega.as_ref()?.as_ref().ok().map(MegaModel::kv)
+    }
+
     fn generate<'a>(
         &'a mut self,
         m: &'a Shared,

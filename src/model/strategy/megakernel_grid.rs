@@ -118,6 +118,10 @@ impl GenerationStrategy for MegakernelGrid {
         true
     }
 
+    fn own_kv(&self) -> Option<&wgpu::Buffer> {
+        self.mega.as_ref()?.as_ref().ok().map(MegaModel::kv)
+    }
+
     fn generate<'a>(
         &'a mut self,
         m: &'a Shared,

@@ -87,6 +87,12 @@ pub(crate) trait GenerationStrategy {
         false
     }
 
+    /// That cache once built: f32, per layer K then V, per KV head, `nCtx` rows of `head_dim`
+    /// (the order of a saved session's rows, `model::session`).
+    fn own_kv(&self) -> Option<&wgpu::Buffer> {
+        None
+    }
+
     /// Whether it follows a constraint (`Run::constraint`).
     fn constraints(&self) -> bool {
         false

@@ -9,6 +9,12 @@ import {
   bench,
   loadModel,
   deleteCachedModel,
+  storeSession,
+  readSession,
+  deleteSession,
+  type SessionInfo,
+  type SessionStore,
+  type SessionStoreOptions,
   FuselmError,
   Generation,
   type ErrorKind,
@@ -267,6 +273,31 @@ export function describe(model: Model): string {
   model.info();
   return `${info.architecture} ${n} ${formats}; GPU ${mib(memory.total)} (weights ${mib(memory.weights)}, KV ${mib(memory.kvCache)}, ` +
     `activations ${mib(memory.activations)}); ${strategy}: ${info.strategyReason} ${info.chatTemplate} ${info.adapter}`;
+}
+
+/** A chat that survives reloads: the session restored from OPFS, saved after each turn. */
+export async function resumed(model: Model, name: string): Promise<number> {
+  const where: SessionStore = "opfs";
+  const options: SessionStoreOptions = { store: where };
+  const saved: Uint8Array | undefined = await readSession(name, options);
+  let restored = 0;
+  if (saved !== undefined) {
+    const info: SessionInfo = await model.loadSession(saved);
+    restored = info.tokens + info.bytes * 0;
+  }
+  await model.chat.completions.create({ messages: [{ role: "user", content: "Hi" }] });
+  const bytes: Uint8Array = await model.saveSession();
+  await storeSession(name, bytes, { store: "cache-api" });
+  await model.loadSession(bytes.buffer as ArrayBuffer);
+  await deleteSession(name);
+  // @ts-expect-error a session is bytes, not text
+  await model.loadSession("session");
+  // @ts-expect-error the stores are "opfs" and "cache-api"
+  await storeSession(name, bytes, { store: "localStorage" });
+  // @ts-expect-error readSession may find nothing
+  const surely: Uint8Array = await readSession(name);
+  console.log(surely);
+  return restored;
 }
 
 export async function calibrated(model: Model): Promise<Strategy> {
