@@ -85,7 +85,7 @@ pub enum FuselmError {
 
     /// A saved session (`loadSession`) that is damaged, not a session, or not for this model
     /// and load; or a session that cannot be saved now. The model stays usable.
-    #[error("session: {0}")]
+    #[error("{0}")]
     Session(String),
 }
 

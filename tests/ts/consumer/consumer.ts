@@ -122,7 +122,8 @@ function describeKind(kind: ErrorKind): string {
     case "aborted": return "stopped by the caller";
     case "busy": return "already generating";
     case "network": return "download failed";
-    case "cache": return "the download could not be cached";
+    case "cache": return "the download or session could not be stored";
+    case "session": return "a saved session for another model, or damaged";
     case "invalid-argument": return "bad argument";
     default: {
       const unreachable: never = kind; // ErrorKind must stay a closed union
