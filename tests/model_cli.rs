@@ -200,3 +200,65 @@ fn generate_calibrates_and_keeps_the_ids() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn generate_saves_and_restores_a_session() {
+    let dir = std::env::temp_dir().join(format!("fuselm-cli-session-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let (model, session) = (path("synthetic.gguf"), path("turn.session"));
+    assert!(fuselm(&["synthetic-model", &model]).status.success());
+    let generate = |prompt: &str, extra: &[&str]| {
+        let mut args = vec![
+            "generate",
+            "--model",
+            &model,
+            "--prompt",
+            prompt,
+            "--max-tokens",
+            "6",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = fuselm(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        (json, stderr)
+    };
+    // The synthetic vocabulary spells text byte by byte: the next prompt starts with this one
+    // (its rows, prefilled, are what the session restores; the answer's rows are not reused).
+    let (_, stderr) = generate("A saved turn: ", &["--save-session", &session]);
+    assert!(stderr.contains("saved to"), "{stderr}");
+    let next = "A saved turn: and more";
+    let (fresh, _) = generate(next, &[]);
+    let (resumed, stderr) = generate(next, &["--load-session", &session]);
+    assert!(stderr.contains("tokens restored from"), "{stderr}");
+    assert_eq!(fresh["reusedPromptTokens"], 0);
+    assert!(
+        resumed["reusedPromptTokens"].as_u64().unwrap() >= 14,
+        "{resumed}"
+    );
+    assert_eq!(resumed["generatedIds"], fresh["generatedIds"]);
+    // Another model's session is refused, naming why.
+    let other = path("other.gguf");
+    assert!(fuselm(&["synthetic-model", &other, "--seed", "3"])
+        .status
+        .success());
+    let out = fuselm(&[
+        "generate",
+        "--model",
+        &other,
+        "--prompt",
+        "x",
+        "--load-session",
+        &session,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("saved with another model"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,7 +1,8 @@
 //! `fuselm generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--strategy S]
 //! [--calibrate] [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--stop TEXT ...]
 //! [--json-schema FILE | --json-object | --regex PATTERN] [--max-depth N] [--json]
-//! [--tune NAME=VALUE ...]` (`--tune`: kernel measurement settings, see `--help`).
+//! [--load-session FILE] [--save-session FILE] [--tune NAME=VALUE ...]` (`--tune`: kernel
+//! measurement settings, see `--help`).
 
 use crate::tune_args::TuneArgs;
 use fuselm::constraint::ResponseFormat;
@@ -100,6 +101,13 @@ pub struct GenerateArgs {
     /// Print one JSON object (prompt ids, generated ids, text, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
+    /// Restore a session saved by --save-session (this model file, the same --kv-f16) first:
+    /// a prompt that starts with its tokens prefills only what follows.
+    #[arg(long, value_name = "FILE")]
+    load_session: Option<PathBuf>,
+    /// After the generation, save the session (the prompt's and the output's KV cache) here.
+    #[arg(long, value_name = "FILE")]
+    save_session: Option<PathBuf>,
     #[command(flatten)]
     tune: TuneArgs,
 }
@@ -191,6 +199,16 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             constrained
         }
     };
+    if let Some(path) = &args.load_session {
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("--load-session {}: {e}", path.display()))?;
+        let info = model.gpu().load_session(&bytes).await?;
+        eprintln!(
+            "[session: {} tokens restored from {}]",
+            info.tokens,
+            path.display()
+        );
+    }
     let options = GenerateOptions {
         max_tokens: args.max_tokens,
         chat: Some(args.chat),
@@ -198,7 +216,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         strategy: Some(strategy),
         chunk_tokens: args.chunk_tokens,
         stop: Some(args.stop),
-        reuse_prefix: None,
+        reuse_prefix: Some(args.load_session.is_some()),
         response_format,
         logprobs: Some(args.logprobs),
         top_logprobs: args.top_logprobs,
@@ -222,6 +240,17 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             json || (stdout.write_all(piece.as_bytes()).is_ok() && stdout.flush().is_ok())
         })
         .await?;
+    if let Some(path) = &args.save_session {
+        let (bytes, info) = model.gpu().save_session().await?;
+        std::fs::write(path, &bytes)
+            .map_err(|e| format!("--save-session {}: {e}", path.display()))?;
+        eprintln!(
+            "[session: {} tokens, {} bytes saved to {}]",
+            info.tokens,
+            info.bytes,
+            path.display()
+        );
+    }
     if json {
         let out = serde_json::json!({
             "model": args.model,
@@ -236,6 +265,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             "gridWorkgroups": model.gpu().strategy_workgroups(Strategy::MegakernelGrid),
             "timings": { "loadSeconds": load_seconds, "generate": result.timings },
             "logprobs": result.logprobs,
+            "reusedPromptTokens": result.reused_prompt_tokens,
         });
         out!("{}", serde_json::to_string_pretty(&out)?);
     } else {
