@@ -13,6 +13,31 @@ fn fuselm(args: &[&str]) -> std::process::Output {
         .expect("run fuselm")
 }
 
+/// `fuselm generate --json` of `prompt` on `model` with `extra` flags: its JSON and stderr.
+fn generate_json(
+    model: &str,
+    prompt: &str,
+    max_tokens: &str,
+    extra: &[&str],
+) -> (serde_json::Value, String) {
+    let mut args = vec![
+        "generate",
+        "--model",
+        model,
+        "--prompt",
+        prompt,
+        "--max-tokens",
+        max_tokens,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = fuselm(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    (json, stderr)
+}
+
 #[test]
 fn tokenize_matches_llama_cpp_and_decodes_back() {
     let model = common::default_model();
@@ -158,21 +183,7 @@ fn generate_calibrates_and_keeps_the_ids() {
         String::from_utf8_lossy(&out.stderr)
     );
     let generate = |extra: &[&str]| {
-        let mut args = vec![
-            "generate",
-            "--model",
-            model,
-            "--prompt",
-            "Hello",
-            "--max-tokens",
-            "8",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let out = fuselm(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stderr}");
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let (json, stderr) = generate_json(model, "Hello", "8", extra);
         (json["generatedIds"].clone(), stderr)
     };
     let (planned, _) = generate(&[]);
@@ -208,24 +219,7 @@ fn generate_saves_and_restores_a_session() {
     let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     let (model, session) = (path("synthetic.gguf"), path("turn.session"));
     assert!(fuselm(&["synthetic-model", &model]).status.success());
-    let generate = |prompt: &str, extra: &[&str]| {
-        let mut args = vec![
-            "generate",
-            "--model",
-            &model,
-            "--prompt",
-            prompt,
-            "--max-tokens",
-            "6",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let out = fuselm(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stderr}");
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        (json, stderr)
-    };
+    let generate = |prompt: &str, extra: &[&str]| generate_json(&model, prompt, "6", extra);
     // The synthetic vocabulary spells text byte by byte: the next prompt starts with this one
     // (its rows, prefilled, are what the session restores; the answer's rows are not reused).
     let (_, stderr) = generate("A saved turn: ", &["--save-session", &session]);

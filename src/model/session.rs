@@ -99,6 +99,24 @@ impl Layout {
         HEADER as u64 + 4 * u64::from(n) + rows + 4
     }
 
+    /// The magic and the header fields of a session of `n` tokens.
+    fn header(&self, n: u32) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        let fields = [
+            VERSION,
+            self.identity,
+            self.kv_code(),
+            self.layers,
+            self.kv_heads,
+            self.head_dim,
+            n,
+        ];
+        for field in fields {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        out
+    }
+
     fn kv_code(&self) -> u32 {
         match self.kv {
             KvFormat::F32 => 0,
@@ -250,18 +268,7 @@ impl GpuModel {
             read.submitted(index).read(&ctx.device).await?
         };
         let mut out = Vec::with_capacity(layout.session_bytes(n) as usize);
-        out.extend_from_slice(MAGIC);
-        for field in [
-            VERSION,
-            layout.identity,
-            layout.kv_code(),
-            layout.layers,
-            layout.kv_heads,
-            layout.head_dim,
-            n,
-        ] {
-            out.extend_from_slice(&field.to_le_bytes());
-        }
+        out.extend_from_slice(&layout.header(n));
         for t in &self.kv_valid {
             out.extend_from_slice(&t.to_le_bytes());
         }
@@ -329,18 +336,7 @@ mod tests {
 
     /// A session of `n` tokens of `layout` with rows 0, 1, 2, ….
     fn session(layout: &Layout, n: u32) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
-        for f in [
-            VERSION,
-            layout.identity,
-            layout.kv_code(),
-            layout.layers,
-            layout.kv_heads,
-            layout.head_dim,
-            n,
-        ] {
-            out.extend_from_slice(&f.to_le_bytes());
-        }
+        let mut out = layout.header(n);
         for t in 0..n {
             out.extend_from_slice(&(100 + t).to_le_bytes());
         }
