@@ -51,6 +51,7 @@ pub const SAMPLE_CHOOSE: &str = include_str!("../shaders/sample_choose.wgsl");
 pub const CONSTRAINT_MASK: &str = include_str!("../shaders/constraint_mask.wgsl");
 pub const SAMPLER_PARAMS: &str = include_str!("../shaders/sampler_params.wgsl");
 pub const KV_STORE: &str = include_str!("../shaders/kv_store.wgsl");
+pub const KV_SHIFT: &str = include_str!("../shaders/kv_shift.wgsl");
 pub const ATTENTION: &str = include_str!("../shaders/attention.wgsl");
 pub const ATTENTION_TILED: &str = include_str!("../shaders/attention_tiled.wgsl");
 pub const SWIGLU: &str = include_str!("../shaders/swiglu.wgsl");

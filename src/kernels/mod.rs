@@ -56,6 +56,7 @@ pub mod constraint;
 pub(crate) mod dispatch;
 mod embed;
 pub mod fused_layer;
+mod kv_shift;
 mod kv_store;
 mod layer_indexing;
 pub mod logprobs;
@@ -83,6 +84,7 @@ pub use fused_layer::{
     FusedFfnUpCall, FusedPostNorm, FusedQkv, FusedShape, LayerAttention, LayerIndexing,
     LayerVectors, NO_VECTOR,
 };
+pub use kv_shift::{KvShift, KvShiftCall, ShiftRegion, ShiftRotation, ShiftRows};
 pub use kv_store::{KvStore, KvStoreCall};
 pub use matmul::{MatMul, MatMulCall, WIDE_FROM_GROUPS};
 pub use matvec::{MatVec, MatVecCall};

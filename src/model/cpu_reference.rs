@@ -165,6 +165,8 @@ pub struct CpuReferenceModel {
     /// Per layer, `[pos, n_head_kv * head_dim]` rows for K and for V.
     k_cache: Vec<Vec<f32>>,
     v_cache: Vec<Vec<f32>>,
+    /// Per layer, the keys before RoPE (what a context shift rotates again).
+    k_raw: Vec<Vec<f32>>,
     /// The RoPE frequency factors of the context size this model was made for
     /// ([`ModelConfig::rope_factors_tensor`]).
     rope_factors: Option<Vec<f32>>,
@@ -325,6 +327,7 @@ impl CpuReferenceModel {
             layers,
             k_cache: vec![Vec::new(); n_layers],
             v_cache: vec![Vec::new(); n_layers],
+            k_raw: vec![Vec::new(); n_layers],
             rope_factors,
             config,
         })
@@ -344,6 +347,34 @@ impl CpuReferenceModel {
     pub fn reset(&mut self) {
         self.k_cache.iter_mut().for_each(Vec::clear);
         self.v_cache.iter_mut().for_each(Vec::clear);
+        self.k_raw.iter_mut().for_each(Vec::clear);
+    }
+
+    /// Context shift (`model::context_shift`): drops the cached tokens `keep..keep + drop` and
+    /// moves the later ones down; each moved key is its key before RoPE rotated afresh at its
+    /// new position, values are kept as they are. The next `forward` continues at `n_past`.
+    pub fn shift_context(&mut self, keep: usize, drop: usize) {
+        let c = &self.config;
+        let kv_dim = self.kv_dim();
+        let (head_dim, n_rot) = (c.head_dim as usize, c.rope_dims as usize);
+        let neox = c.rope_style == RopeStyle::NeoX;
+        let range = keep * kv_dim..(keep + drop) * kv_dim;
+        for l in 0..self.k_cache.len() {
+            self.k_raw[l].drain(range.clone());
+            self.v_cache[l].drain(range.clone());
+            let (_, freq_base) = c.layer_attention(l as u32);
+            let scale = RopeScale {
+                factors: self.rope_factors.as_deref(),
+                freq_scale: c.layer_rope_scale(l as u32),
+                mscale: c.rope_attn_factor,
+            };
+            let mut k = self.k_raw[l].clone();
+            for (pos, row) in k.chunks_mut(kv_dim).enumerate() {
+                rope_scaled(row, head_dim, n_rot, pos as u32, freq_base, neox, scale);
+            }
+            self.numerics.f16(&mut k);
+            self.k_cache[l] = k;
+        }
     }
 
     /// Runs `tokens` after what is cached; returns the logits of every token, `[n, vocab]`.
@@ -386,6 +417,7 @@ impl CpuReferenceModel {
             if let Some(w) = &layer.k_norm {
                 k = rms_norm(&k, w, c.rms_eps);
             }
+            self.k_raw[l].extend_from_slice(&k);
             let scale = RopeScale {
                 factors: self.rope_factors.as_deref(),
                 freq_scale: c.layer_rope_scale(l as u32),

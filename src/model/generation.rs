@@ -50,6 +50,9 @@ pub struct TokenGeneration {
     pub decode_steps: u64,
     /// Prompt tokens whose KV rows were kept from the previous generation (`reuse_prefix`).
     pub reused_prompt_tokens: u32,
+    /// Tokens a context shift dropped from the context to go on past `nCtx` (0: none).
+    #[serde(default)]
+    pub dropped_tokens: u32,
     /// Host seconds spent recording and submitting the decode steps (fused: the chunks after
     /// the first token). When it nears `decode_seconds`, decode is bound by the host's
     /// command recording, not by the GPU.
@@ -89,6 +92,9 @@ pub(crate) struct Run<'a> {
 pub(crate) struct RunConstraint<'a> {
     pub automaton: &'a TokenAutomaton,
     pub table: &'a ConstraintTable,
+    /// The state the run starts in: the automaton's start, or where a generation cut by a
+    /// context shift left it.
+    pub start: u32,
 }
 
 fn stop_hit(p: &SamplerParams, id: u32) -> bool {
@@ -115,7 +121,7 @@ impl<'a> Progress<'a> {
     /// The bookkeeping of `run` (its constraint followed from its start state).
     pub fn of(run: &Run<'a>) -> Self {
         let mut p = Self::new();
-        p.constraint = run.constraint.map(|c| (c.automaton, c.automaton.start()));
+        p.constraint = run.constraint.map(|c| (c.automaton, c.start));
         p.prompt_len = run.prompt.len() as u32;
         p
     }
@@ -133,6 +139,7 @@ impl<'a> Progress<'a> {
                 submits: 0,
                 decode_steps: 0,
                 reused_prompt_tokens: 0,
+                dropped_tokens: 0,
                 record_seconds: 0.0,
                 logprobs: Vec::new(),
             },

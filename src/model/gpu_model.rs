@@ -6,6 +6,7 @@
 //! it builds at load (the others build on first use), so nothing is allocated per token. `GpuModel` itself keeps the shared buffers, which prompt prefix the KV cache holds,
 //! and the planner's choice; a generation is handed to the strategy that runs it.
 
+use super::context_shift::Segment;
 use super::generation::{Progress, Run, RunConstraint, StopReason, TokenGeneration};
 use super::gpu_weights::ModelWeights;
 use super::profile::StepProfile;
@@ -18,7 +19,7 @@ use crate::error::{FuselmError, Result};
 use crate::gguf::{Gguf, ModelConfig};
 use crate::gpu::GpuContext;
 use crate::kernels::constraint::ConstraintTable;
-use crate::kernels::KvFormat;
+use crate::kernels::{KvFormat, KvShift};
 use crate::sampling::logprobs::TOP_LOGPROBS_MAX;
 use crate::sampling::{SamplerParams, SamplingOptions};
 use serde::{Deserialize, Serialize};
@@ -172,6 +173,8 @@ pub struct GpuModel {
     pub(super) kv_caches: Vec<Option<Strategy>>,
     /// The last constraint uploaded, kept while the next generation uses the same one.
     pub(super) constraint: Option<(Arc<Constraint>, ConstraintTable)>,
+    /// The context shift's kernels, one per KV format, built on the first shift.
+    pub(super) kv_shifts: Vec<KvShift>,
 }
 
 impl GpuModel {
@@ -238,6 +241,7 @@ impl GpuModel {
             kv_valid: Vec::new(),
             kv_caches: vec![None],
             constraint: None,
+            kv_shifts: Vec::new(),
         })
     }
 
@@ -395,13 +399,26 @@ impl GpuModel {
         on_token: &mut dyn FnMut(u32) -> bool,
         keep_going: &dyn Fn() -> bool,
     ) -> Result<TokenGeneration> {
-        self.shared.check_tokens(req.prompt, req.max_tokens)?;
-        if req.prompt.is_empty() {
+        self.generate_shifting(req, None, on_token, keep_going)
+            .await
+    }
+
+    /// One run of a strategy: `seg` says which tokens (the request's, or a context shift's
+    /// continuation of them) and how the constraint and the sampler's seed continue.
+    pub(super) async fn run_segment(
+        &mut self,
+        req: &GenerationRequest<'_>,
+        seg: &Segment<'_>,
+        on_token: &mut dyn FnMut(u32) -> bool,
+        keep_going: &dyn Fn() -> bool,
+    ) -> Result<TokenGeneration> {
+        self.shared.check_tokens(seg.prompt, seg.max_tokens)?;
+        if seg.prompt.is_empty() {
             return Err(FuselmError::InvalidArgument(
                 "the prompt must hold at least one token".into(),
             ));
         }
-        if req.max_tokens == 0 {
+        if seg.max_tokens == 0 {
             return Progress::new().finish();
         }
         // The last prompt token is always run: its logits choose the first new token. A
@@ -411,14 +428,14 @@ impl GpuModel {
             .get(req.strategy)
             .own_kv_cache()
             .then_some(req.strategy);
-        let start = if req.reuse_prefix && self.kv_caches.contains(&owner) {
+        let start = if seg.reuse_prefix && self.kv_caches.contains(&owner) {
             let shared = self
                 .kv_valid
                 .iter()
-                .zip(req.prompt)
+                .zip(seg.prompt)
                 .take_while(|(a, b)| a == b)
                 .count();
-            shared.min(req.prompt.len() - 1) as u32
+            shared.min(seg.prompt.len() - 1) as u32
         } else {
             0
         };
@@ -437,6 +454,7 @@ impl GpuModel {
             }
         }
         let mut sampler = req.sampler;
+        sampler.seed_lo ^= seg.seed_mix;
         if let Some(c) = req.constraint {
             if !self.strategies.get(req.strategy).constraints() {
                 return Err(FuselmError::InvalidArgument(format!(
@@ -466,6 +484,7 @@ impl GpuModel {
             (Some((c, table)), Some(_)) => Some(RunConstraint {
                 automaton: &c.automaton,
                 table,
+                start: seg.constraint_state.unwrap_or(table.start),
             }),
             _ => None,
         };
@@ -473,8 +492,8 @@ impl GpuModel {
         self.kv_valid.clear();
         self.kv_caches = vec![owner];
         let run = Run {
-            prompt: req.prompt,
-            max_tokens: req.max_tokens,
+            prompt: seg.prompt,
+            max_tokens: seg.max_tokens,
             sampler,
             chunk_tokens: req.chunk_tokens,
             start,
@@ -495,7 +514,7 @@ impl GpuModel {
         }
         // Rows written for sure: the prompt's, and every accepted token's but the last (its row
         // is written by the step after it, which ran only if the generation went on).
-        self.kv_valid.extend_from_slice(req.prompt);
+        self.kv_valid.extend_from_slice(seg.prompt);
         let kept = out.tokens.len().saturating_sub(1);
         self.kv_valid.extend_from_slice(&out.tokens[..kept]);
         Ok(out)

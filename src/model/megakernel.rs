@@ -365,6 +365,7 @@ impl MegaModel {
         sampler: &SamplerBuffers,
         grid: bool,
         table: &ConstraintTable,
+        start: u32,
     ) -> Result<ConstrainedCall> {
         let (kernel, workgroups) = match (&self.grid, grid) {
             (Some(g), true) => (&g.kernel, Some(g.workgroups)),
@@ -389,7 +390,7 @@ impl MegaModel {
         };
         let scratch = storage(ctx, "megakernel constrained scratch", bytes);
         ctx.queue
-            .write_buffer(&scratch, base * 4, bytemuck::bytes_of(&table.start));
+            .write_buffer(&scratch, base * 4, bytemuck::bytes_of(&start));
         let mut enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {

@@ -5,6 +5,7 @@ pub(crate) mod activations;
 pub mod bench;
 mod calibration;
 mod chunk_ramp;
+mod context_shift;
 pub mod cpu_reference;
 mod fused_step;
 mod generation;
@@ -24,6 +25,7 @@ mod text_model;
 pub mod vocab;
 
 pub use calibration::{CalibrateOptions, Calibration, CalibrationRun};
+pub use context_shift::{tokens_to_drop, ContextShift};
 pub use cpu_reference::CpuReferenceModel;
 pub use generation::{StopReason, TokenGeneration, DEFAULT_CHUNK_TOKENS};
 pub use gpu_model::{GenerationRequest, GpuModel, LoadOptions, MemoryUse, QuantUse};

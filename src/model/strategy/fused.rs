@@ -210,7 +210,7 @@ async fn generate(
                 ctx: &m.ctx,
                 choice: fused.choice.constrained(&m.ctx, c.table).await?,
             };
-            m.write_state_aux(last, n - last, c.table.start);
+            m.write_state_aux(last, n - last, c.start);
             &constrained.choice
         }
         None => &fused.choice,

@@ -260,7 +260,14 @@ pub(super) async fn generate(
     let constrained = match run.constraint {
         Some(c) => Some(OneGeneration {
             ctx,
-            call: mega.constrained_call(ctx, &m.acts, &m.sampler, grid.is_some(), c.table)?,
+            call: mega.constrained_call(
+                ctx,
+                &m.acts,
+                &m.sampler,
+                grid.is_some(),
+                c.table,
+                c.start,
+            )?,
         }),
         None => None,
     };

@@ -1,0 +1,296 @@
+//! Context shift (src/model/context_shift.rs) on the GPU.
+//! - The kernel: after `shift_context(keep, drop)` every moved key is the old row rotated from
+//!   its old position to its new one (computed here in f64 from the saved rows), values and the
+//!   kept rows are unchanged: llama (adjacent pairs), qwen2 (NeoX, Llama 3 frequency factors),
+//!   gemma3 (local and global RoPE bases, linear scaling on the global layer); f16 caches too
+//!   where the adapter has shader-f16.
+//! - Generation past nCtx equals the plain CPU reference doing the same shifts
+//!   (`CpuReferenceModel::shift_context`) under the exact reference's rule (equal ids up to the
+//!   reference's first top-2 margin below 0.01), on every strategy that runs the model:
+//!   unfused, fused, and the megakernel with its own cache.
+//!
+//! The TypeScript option and the chat page are tests/sdk and tests/site.
+#![cfg(not(target_arch = "wasm32"))]
+
+use fuselm::gguf::GgmlType;
+use fuselm::gguf::{dequantize_tensor, f16_to_f32, Gguf, RopeStyle};
+use fuselm::gpu::{ContextOptions, GpuContext};
+use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
+use fuselm::model::{
+    tokens_to_drop, ContextShift, CpuReferenceModel, GenerationRequest, GpuModel, LoadOptions,
+    Strategy,
+};
+use fuselm::sampling::SamplingOptions;
+
+fn options(n_ctx: u32, kv_f16: bool) -> LoadOptions {
+    LoadOptions {
+        n_ctx: Some(n_ctx),
+        max_batch: Some(16),
+        kv_f16: Some(kv_f16),
+        strategy: None,
+    }
+}
+
+fn sibling(ctx: &GpuContext) -> GpuContext {
+    ctx.sibling(ContextOptions::default()).unwrap()
+}
+
+/// The three RoPE variants the shift must reproduce.
+fn models() -> Vec<(&'static str, SyntheticSpec)> {
+    vec![
+        ("llama", SyntheticSpec::default()),
+        (
+            "qwen2",
+            SyntheticSpec {
+                arch: "qwen2",
+                rope_freqs: true,
+                n_layers: 2,
+                n_embd: 192,
+                n_head: 6,
+                n_head_kv: 2,
+                matrix_types: vec![GgmlType::Q8_0],
+                seed: 12,
+                ..SyntheticSpec::default()
+            },
+        ),
+        (
+            "gemma3",
+            SyntheticSpec {
+                arch: "gemma3",
+                rope_scaling_linear: Some(8.0),
+                n_layers: 6,
+                n_ff: 256,
+                n_head: 4,
+                n_head_kv: 1,
+                matrix_types: vec![GgmlType::Q8_0, GgmlType::Q5_0],
+                seed: 14,
+                ..SyntheticSpec::default()
+            },
+        ),
+    ]
+}
+
+fn request(prompt: &[u32], max_tokens: u32, strategy: Strategy) -> GenerationRequest<'_> {
+    GenerationRequest {
+        prompt,
+        max_tokens,
+        strategy,
+        sampler: SamplingOptions::default().resolve(&[]).unwrap(),
+        chunk_tokens: 4,
+        reuse_prefix: true,
+        constraint: None,
+        logprobs: None,
+    }
+}
+
+fn prompt(n: usize, salt: u32) -> Vec<u32> {
+    (0..n as u32).map(|i| 32 + (i * 7 + salt) % 90).collect()
+}
+
+/// The cache rows of a saved session (format v1, src/model/session.rs) as f32:
+/// `[layer][K, V][head][token][dim]`.
+fn session_rows(bytes: &[u8], f16: bool) -> (u32, Vec<f32>) {
+    let n = u32::from_le_bytes(bytes[32..36].try_into().unwrap());
+    let rows = &bytes[36 + 4 * n as usize..bytes.len() - 4];
+    let values = if f16 {
+        rows.chunks_exact(2)
+            .map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
+            .collect()
+    } else {
+        rows.chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    (n, values)
+}
+
+#[test]
+fn the_shift_moves_rows_and_rotates_keys_to_their_new_positions() {
+    pollster::block_on(async {
+        let ctx = GpuContext::new().await.unwrap();
+        let formats: &[bool] = if ctx.has(wgpu::Features::SHADER_F16) {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        for (name, spec) in models() {
+            let file = synthetic_llama(&spec);
+            let g = Gguf::parse(&file).unwrap();
+            let factors = g
+                .tensor("rope_freqs.weight")
+                .map(|t| dequantize_tensor(t, g.tensor_data(&file, t).unwrap()).unwrap());
+            for &f16 in formats {
+                let mut gpu = GpuModel::load(sibling(&ctx), &file, &options(64, f16))
+                    .await
+                    .unwrap();
+                let c = gpu.config().clone();
+                let p = prompt(30, 3);
+                gpu.generate(&request(&p, 10, Strategy::Unfused), &mut |_| true)
+                    .await
+                    .unwrap();
+                let before_tokens = gpu.cached_tokens().to_vec();
+                let (n, before) = session_rows(&gpu.save_session().await.unwrap().0, f16);
+                assert_eq!(n, 39);
+                let (keep, drop) = (3u32, 11u32);
+                // Out of range: refused, nothing moved.
+                assert!(gpu.shift_context(30, 10).await.is_err());
+                assert_eq!(gpu.cached_tokens(), &before_tokens[..]);
+                gpu.shift_context(keep, drop).await.unwrap();
+                let want_tokens = [&before_tokens[..3], &before_tokens[14..]].concat();
+                assert_eq!(gpu.cached_tokens(), &want_tokens[..]);
+                let (m, after) = session_rows(&gpu.save_session().await.unwrap().0, f16);
+                assert_eq!(m, n - drop);
+
+                let (heads, hd) = (c.n_head_kv as usize, c.head_dim as usize);
+                let n_rot = c.rope_dims as usize;
+                let neox = c.rope_style == RopeStyle::NeoX;
+                let tol = if f16 { 4e-3 } else { 2e-5 };
+                let mut worst = 0f64;
+                for l in 0..c.n_layers as usize {
+                    let (_, base) = c.layer_attention(l as u32);
+                    let scale = f64::from(c.layer_rope_scale(l as u32));
+                    for kind in 0..2 {
+                        for h in 0..heads {
+                            let at = |rows: &[f32], n: u32, t: usize| {
+                                let o = (((l * 2 + kind) * heads + h) * n as usize + t) * hd;
+                                rows[o..o + hd].to_vec()
+                            };
+                            for t in 0..m as usize {
+                                let src = if t < keep as usize {
+                                    t
+                                } else {
+                                    t + drop as usize
+                                };
+                                let mut want: Vec<f64> =
+                                    at(&before, n, src).iter().map(|&v| f64::from(v)).collect();
+                                if kind == 0 && src != t {
+                                    for i in 0..n_rot / 2 {
+                                        let (i0, i1) = if neox {
+                                            (i, i + n_rot / 2)
+                                        } else {
+                                            (2 * i, 2 * i + 1)
+                                        };
+                                        let f = factors.as_ref().map_or(1.0, |f| f64::from(f[i]));
+                                        let freq = f64::from(base)
+                                            .powf(-2.0 * i as f64 / n_rot as f64)
+                                            / f
+                                            * scale;
+                                        let a = (t as f64 - src as f64) * freq;
+                                        let (x0, x1) = (want[i0], want[i1]);
+                                        want[i0] = x0 * a.cos() - x1 * a.sin();
+                                        want[i1] = x0 * a.sin() + x1 * a.cos();
+                                    }
+                                }
+                                for (g, w) in at(&after, m, t).iter().zip(&want) {
+                                    let err = (f64::from(*g) - w).abs() / w.abs().max(1.0);
+                                    worst = worst.max(err);
+                                }
+                            }
+                        }
+                    }
+                }
+                assert!(
+                    worst <= tol,
+                    "{name} (f16 {f16}): shifted rows off by {worst:e} (tolerance {tol:e})"
+                );
+            }
+        }
+    });
+}
+
+/// Greedy ids past nCtx by the CPU reference, shifting as the GPU does, and each step's top-2
+/// margin.
+fn cpu_shifted(
+    cpu: &mut CpuReferenceModel,
+    prompt: &[u32],
+    n: usize,
+    keep: u32,
+    n_ctx: u32,
+) -> (Vec<u32>, Vec<f32>, u32) {
+    let vocab = cpu.config.vocab_size as usize;
+    cpu.reset();
+    let mut logits = cpu.forward(prompt).unwrap();
+    let mut seq = prompt.to_vec();
+    let (mut out, mut margins, mut dropped) = (Vec::new(), Vec::new(), 0);
+    while out.len() < n {
+        let last = &logits[logits.len() - vocab..];
+        let mut ranked: Vec<(f32, u32)> = last
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (v, i as u32))
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        margins.push(ranked[0].0 - ranked[1].0);
+        let next = ranked[0].1;
+        out.push(next);
+        seq.push(next);
+        if out.len() == n {
+            break;
+        }
+        if seq.len() as u32 >= n_ctx {
+            let drop = tokens_to_drop(seq.len() as u32, keep, 1, n_ctx).unwrap();
+            // The cache holds every token but `next`.
+            cpu.shift_context(keep as usize, drop as usize);
+            seq.drain(keep as usize..(keep + drop) as usize);
+            dropped += drop;
+        }
+        logits = cpu.forward(&[next]).unwrap();
+    }
+    (out, margins, dropped)
+}
+
+#[test]
+fn generation_past_n_ctx_follows_the_cpu_reference_on_every_strategy() {
+    pollster::block_on(async {
+        let ctx = GpuContext::new().await.unwrap();
+        let (n_ctx, keep, n) = (40u32, 4u32, 70usize);
+        for (name, spec) in models() {
+            let file = synthetic_llama(&spec);
+            let g = Gguf::parse(&file).unwrap();
+            let mut cpu = CpuReferenceModel::from_gguf_ctx(&g, &file, n_ctx).unwrap();
+            // A prompt whose reference continuation has no near tie before the second shift
+            // (random weights tie often; the comparison must reach past the shifts).
+            let (p, want, margins, want_dropped) = (0..16)
+                .map(|salt| {
+                    let p = prompt(16, salt);
+                    let (want, margins, dropped) = cpu_shifted(&mut cpu, &p, n, keep, n_ctx);
+                    (p, want, margins, dropped)
+                })
+                .find(|(_, _, margins, _)| margins[..45].iter().all(|&m| m >= 0.01))
+                .unwrap_or_else(|| panic!("{name}: no prompt of 16 without a near tie"));
+            assert!(want_dropped >= n_ctx - keep, "{name}: two shifts or more");
+            let exact = margins.iter().position(|&m| m < 0.01).unwrap_or(n);
+            let mut gpu = GpuModel::load(sibling(&ctx), &file, &options(n_ctx, false))
+                .await
+                .unwrap();
+            // Without a shift: today's typed error.
+            let e = gpu
+                .generate(&request(&p, n as u32, Strategy::Unfused), &mut |_| true)
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind().as_str(), "limit-exceeded", "{e}");
+            for strategy in [Strategy::Unfused, Strategy::Fused, Strategy::Megakernel] {
+                if gpu.check_strategy(strategy).is_err() {
+                    continue;
+                }
+                let shift = Some(ContextShift { keep });
+                let out = gpu
+                    .generate_shifting(
+                        &request(&p, n as u32, strategy),
+                        shift,
+                        &mut |_| true,
+                        &|| true,
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(out.tokens.len(), n, "{name} {strategy:?}");
+                assert_eq!(out.dropped_tokens, want_dropped, "{name} {strategy:?}");
+                assert_eq!(
+                    out.tokens[..exact],
+                    want[..exact],
+                    "{name} {strategy:?}: ids past nCtx differ from the CPU reference's"
+                );
+            }
+        }
+    });
+}
