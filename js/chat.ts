@@ -44,6 +44,12 @@ export interface ChatCompletionRequest {
   repetition_penalty?: number;
   /** Reuse the KV cache of the prefix shared with the previous request (default true). */
   cache_prompt?: boolean;
+  /** Past `nCtx`, drop the oldest tokens after the first `keep_tokens` and go on (default
+   * true; `usage.extra.dropped_tokens` says how many are out of the context). false: a request
+   * that would pass `nCtx` fails with kind "limit-exceeded". */
+  context_shift?: boolean;
+  /** Tokens a context shift never drops (default: the system message's). */
+  keep_tokens?: number;
   /** Aborts the request: the promise or the stream rejects with kind "aborted". */
   signal?: AbortSignal;
   strategy?: Strategy;
@@ -158,7 +164,13 @@ export interface ChatCompletionUsage {
   prompt_tokens_details: { cached_tokens: number };
   /** fuselm's measurements (as WebLLM reports them): seconds from the request to the first
    * generated token on the host, and the prefill and decode rates. */
-  extra: { time_to_first_token_s: number; prefill_tokens_per_s: number; decode_tokens_per_s: number };
+  extra: {
+    time_to_first_token_s: number;
+    prefill_tokens_per_s: number;
+    decode_tokens_per_s: number;
+    /** Tokens of the conversation no longer in the context (dropped by context shifts). */
+    dropped_tokens: number;
+  };
 }
 
 export interface ChatCompletion {
@@ -248,6 +260,8 @@ export function chatOptions(request: ChatCompletionRequest): GenerateOptions {
     presencePenalty: request.presence_penalty,
     repetitionPenalty: request.repetition_penalty,
     reusePrefix: request.cache_prompt ?? true,
+    contextShift: request.context_shift,
+    keepTokens: request.keep_tokens,
     strategy: request.strategy,
     responseFormat: responseFormat(request.response_format),
     logprobs: request.logprobs,
@@ -266,6 +280,7 @@ const usage = (r: GenerateResult): ChatCompletionUsage => ({
     time_to_first_token_s: r.timings.prefillSeconds,
     prefill_tokens_per_s: r.timings.promptTokensPerSecond,
     decode_tokens_per_s: r.timings.decodeTokensPerSecond,
+    dropped_tokens: r.droppedTokens,
   },
 });
 

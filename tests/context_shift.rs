@@ -17,10 +17,12 @@ use fuselm::gguf::{dequantize_tensor, f16_to_f32, Gguf, RopeStyle};
 use fuselm::gpu::{ContextOptions, GpuContext};
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
 use fuselm::model::{
-    tokens_to_drop, ContextShift, CpuReferenceModel, GenerationRequest, GpuModel, LoadOptions,
-    Strategy,
+    ContextShift, CpuReferenceModel, GenerationRequest, GpuModel, LoadOptions, Strategy,
 };
 use fuselm::sampling::SamplingOptions;
+
+mod common;
+use common::shift::clean_prompt;
 
 fn options(n_ctx: u32, kv_f16: bool) -> LoadOptions {
     LoadOptions {
@@ -198,47 +200,6 @@ fn the_shift_moves_rows_and_rotates_keys_to_their_new_positions() {
     });
 }
 
-/// Greedy ids past nCtx by the CPU reference, shifting as the GPU does, and each step's top-2
-/// margin.
-fn cpu_shifted(
-    cpu: &mut CpuReferenceModel,
-    prompt: &[u32],
-    n: usize,
-    keep: u32,
-    n_ctx: u32,
-) -> (Vec<u32>, Vec<f32>, u32) {
-    let vocab = cpu.config.vocab_size as usize;
-    cpu.reset();
-    let mut logits = cpu.forward(prompt).unwrap();
-    let mut seq = prompt.to_vec();
-    let (mut out, mut margins, mut dropped) = (Vec::new(), Vec::new(), 0);
-    while out.len() < n {
-        let last = &logits[logits.len() - vocab..];
-        let mut ranked: Vec<(f32, u32)> = last
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| (v, i as u32))
-            .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        margins.push(ranked[0].0 - ranked[1].0);
-        let next = ranked[0].1;
-        out.push(next);
-        seq.push(next);
-        if out.len() == n {
-            break;
-        }
-        if seq.len() as u32 >= n_ctx {
-            let drop = tokens_to_drop(seq.len() as u32, keep, 1, n_ctx).unwrap();
-            // The cache holds every token but `next`.
-            cpu.shift_context(keep as usize, drop as usize);
-            seq.drain(keep as usize..(keep + drop) as usize);
-            dropped += drop;
-        }
-        logits = cpu.forward(&[next]).unwrap();
-    }
-    (out, margins, dropped)
-}
-
 #[test]
 fn generation_past_n_ctx_follows_the_cpu_reference_on_every_strategy() {
     pollster::block_on(async {
@@ -248,18 +209,27 @@ fn generation_past_n_ctx_follows_the_cpu_reference_on_every_strategy() {
             let file = synthetic_llama(&spec);
             let g = Gguf::parse(&file).unwrap();
             let mut cpu = CpuReferenceModel::from_gguf_ctx(&g, &file, n_ctx).unwrap();
-            // A prompt whose reference continuation has no near tie before the second shift
-            // (random weights tie often; the comparison must reach past the shifts).
-            let (p, want, margins, want_dropped) = (0..16)
-                .map(|salt| {
-                    let p = prompt(16, salt);
-                    let (want, margins, dropped) = cpu_shifted(&mut cpu, &p, n, keep, n_ctx);
-                    (p, want, margins, dropped)
-                })
-                .find(|(_, _, margins, _)| margins[..45].iter().all(|&m| m >= 0.01))
-                .unwrap_or_else(|| panic!("{name}: no prompt of 16 without a near tie"));
+            // Past the second shift (ids 24 and 42) without a near tie.
+            let want = clean_prompt(&mut cpu, n, keep, n_ctx, 45);
+            let (p, exact, want_dropped) = (want.prompt.clone(), want.exact(), want.dropped);
+            let want = want.ids;
             assert!(want_dropped >= n_ctx - keep, "{name}: two shifts or more");
-            let exact = margins.iter().position(|&m| m < 0.01).unwrap_or(n);
+            // A next turn maps onto the shifted cache: only the last id and the turn are run.
+            let turn = [40u32, 41, 42];
+            let mut logits = cpu.forward(&[&want[n - 1..], &turn[..]].concat()).unwrap();
+            let (mut want2, mut exact2) = (Vec::new(), None);
+            for i in 0..4 {
+                let last = &logits[logits.len() - cpu.config.vocab_size as usize..];
+                let mut top: Vec<f32> = last.to_vec();
+                top.sort_by(|a, b| b.total_cmp(a));
+                if top[0] - top[1] < 0.01 && exact2.is_none() {
+                    exact2 = Some(i);
+                }
+                let next = fuselm::reference::argmax(last).unwrap() as u32;
+                want2.push(next);
+                logits = cpu.forward(&[next]).unwrap();
+            }
+            let exact2 = exact2.unwrap_or(4);
             let mut gpu = GpuModel::load(sibling(&ctx), &file, &options(n_ctx, false))
                 .await
                 .unwrap();
@@ -289,6 +259,23 @@ fn generation_past_n_ctx_follows_the_cpu_reference_on_every_strategy() {
                     out.tokens[..exact],
                     want[..exact],
                     "{name} {strategy:?}: ids past nCtx differ from the CPU reference's"
+                );
+                let next = [&p[..], &out.tokens, &turn].concat();
+                let second = gpu
+                    .generate_shifting(&request(&next, 4, strategy), shift, &mut |_| true, &|| true)
+                    .await
+                    .unwrap();
+                let cached = gpu.cached_tokens().len() as u32;
+                assert_eq!(
+                    second.reused_prompt_tokens,
+                    cached - 3 - turn.len() as u32 - 1,
+                    "{name} {strategy:?}: the next turn runs only its own tokens"
+                );
+                assert_eq!(second.dropped_tokens, want_dropped, "{name} {strategy:?}");
+                assert_eq!(
+                    second.tokens[..exact2],
+                    want2[..exact2],
+                    "{name} {strategy:?}"
                 );
             }
         }

@@ -833,3 +833,46 @@ native_test!(
     phi3_fused_tensors_equal_split_ones_test,
     phi3_fused_tensors_equal_split_ones
 );
+
+/// Context shift in Chromium (the native lane covers every RoPE variant and the megakernel,
+/// tests/context_shift.rs): the default llama generates past nCtx 40 on fused and unfused,
+/// its cache shifted by kv_shift.wgsl on SwiftShader, with the CPU reference's ids.
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen_test::wasm_bindgen_test]
+async fn context_shift_follows_the_cpu_reference_in_the_browser() {
+    use fuselm::model::ContextShift;
+    let (n_ctx, keep, n) = (40u32, 4u32, 48usize);
+    let file = synthetic_llama(&SyntheticSpec::default());
+    let g = Gguf::parse(&file).unwrap();
+    let mut cpu = CpuReferenceModel::from_gguf_ctx(&g, &file, n_ctx).unwrap();
+    let want = common::shift::clean_prompt(&mut cpu, n, keep, n_ctx, 45);
+    let options = LoadOptions {
+        n_ctx: Some(n_ctx),
+        max_batch: Some(16),
+        kv_f16: Some(false),
+        strategy: None,
+    };
+    let mut gpu = GpuModel::load(GpuContext::new().await.unwrap(), &file, &options)
+        .await
+        .unwrap();
+    for strategy in [Strategy::Unfused, Strategy::Fused] {
+        let request = GenerationRequest {
+            prompt: &want.prompt,
+            max_tokens: n as u32,
+            strategy,
+            sampler: SamplingOptions::default().resolve(&[]).unwrap(),
+            chunk_tokens: 8,
+            reuse_prefix: false,
+            constraint: None,
+            logprobs: None,
+        };
+        let shift = Some(ContextShift { keep });
+        let out = gpu
+            .generate_shifting(&request, shift, &mut |_| true, &|| true)
+            .await
+            .unwrap();
+        assert_eq!(out.dropped_tokens, want.dropped, "{strategy:?}");
+        let exact = want.exact();
+        assert_eq!(out.tokens[..exact], want.ids[..exact], "{strategy:?}");
+    }
+}

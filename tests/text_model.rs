@@ -144,9 +144,11 @@ async fn text_model_on_synthetic_llama() {
         model.tokenizer().encode(&rendered, true, true)
     );
 
-    // Prompt + maxTokens beyond nCtx: the typed error with the numbers, and the model still works.
+    // Prompt + maxTokens beyond nCtx without a context shift: the typed error with the
+    // numbers, and the model still works.
     let too_long = GenerateOptions {
         max_tokens: Some(N_CTX),
+        context_shift: Some(false),
         ..Default::default()
     };
     let err = model
@@ -169,6 +171,28 @@ async fn text_model_on_synthetic_llama() {
     assert_eq!(
         after.tokens, again.tokens,
         "same ids after the rejected generation"
+    );
+
+    // With the context shift (the default) a chat goes on past nCtx and keeps its system
+    // message: the cache still starts with the template's rendering of it.
+    let shifting = GenerateOptions {
+        // 80: this model ends its answer at 89.
+        max_tokens: Some(80),
+        chat: Some(true),
+        system: Some("Be brief.".into()),
+        ..Default::default()
+    };
+    let r = generate(&mut model, "Hello", &shifting).await;
+    assert_eq!((r.tokens.len(), r.stop_reason), (80, StopReason::Length));
+    assert!(r.dropped_tokens > N_CTX / 2, "{}", r.dropped_tokens);
+    let system = model
+        .tokenizer()
+        .encode("<|im_start|>system\nBe brief.<|im_end|>\n", true, true);
+    let cached = model.gpu().cached_tokens().to_vec();
+    assert_eq!(cached[..system.len()], system[..]);
+    assert_eq!(
+        cached[system.len()..],
+        r.tokens[r.tokens.len() - (cached.len() - system.len()) - 1..r.tokens.len() - 1]
     );
 
     // A prompt that exactly fills the cache with maxTokens still fits.

@@ -65,7 +65,17 @@ impl GpuModel {
         keep_going: &dyn Fn() -> bool,
     ) -> Result<TokenGeneration> {
         let n_ctx = self.n_ctx();
-        let fits = req.prompt.len() as u64 + u64::from(req.max_tokens) <= u64::from(n_ctx);
+        // A conversation a shift already shortened goes on from its shortened cache: the
+        // prompt that repeats what the cache stands for (the tokens before the shift) plus a
+        // new turn becomes the cached tokens plus that turn.
+        let mut seq = req.prompt.to_vec();
+        if let (Some(_), true, Some((cached, origin))) = (shift, req.reuse_prefix, &self.kv_origin)
+        {
+            if *cached == self.kv_valid && req.prompt.starts_with(origin) {
+                seq = [cached.as_slice(), &req.prompt[origin.len()..]].concat();
+            }
+        }
+        let fits = seq.len() as u64 + u64::from(req.max_tokens) <= u64::from(n_ctx);
         let first = Segment {
             prompt: req.prompt,
             max_tokens: req.max_tokens,
@@ -73,7 +83,9 @@ impl GpuModel {
             seed_mix: 0,
             constraint_state: None,
         };
-        let Some(shift) = shift.filter(|_| !fits && !req.prompt.is_empty()) else {
+        let unshifted = seq.is_empty() || (fits && seq == req.prompt);
+        let Some(shift) = shift.filter(|_| !unshifted) else {
+            self.kv_origin = None;
             return self.run_segment(req, &first, on_token, keep_going).await;
         };
         let keep = shift.keep.max(1);
@@ -82,11 +94,9 @@ impl GpuModel {
                 "keepTokens ({keep}) leaves no room in nCtx ({n_ctx}) for a context shift"
             )));
         }
-        let mut seq = req.prompt.to_vec();
         let mut remaining = req.max_tokens;
         let mut reuse = req.reuse_prefix;
         let mut total: Option<TokenGeneration> = None;
-        let mut dropped = 0u32;
         let mut state = None;
         for segment in 0u32.. {
             if seq.len() as u32 >= n_ctx {
@@ -99,7 +109,6 @@ impl GpuModel {
                 let keep = keep.min(n - 1);
                 self.shift_cached(&seq, reuse, keep, drop).await?;
                 seq.drain(keep as usize..(keep + drop) as usize);
-                dropped += drop;
                 reuse = true;
             }
             let seg = Segment {
@@ -127,8 +136,24 @@ impl GpuModel {
             }
         }
         let mut out = total.expect("at least one segment ran");
-        out.dropped_tokens = dropped;
+        // Tokens of the prompt and output no longer in the context (earlier turns' shifts too).
+        let full = [req.prompt, &out.tokens].concat();
+        out.dropped_tokens = (full.len() - seq.len()) as u32;
+        self.kv_origin = self.origin_of(&full, out.dropped_tokens as usize, keep as usize);
         Ok(out)
+    }
+
+    /// The tokens the shifted cache stands for: `full` (a generation's prompt and output) up to
+    /// the cached tokens plus the `dropped` ones, when dropping `keep..keep + dropped` from it
+    /// gives the cache exactly.
+    fn origin_of(&self, full: &[u32], dropped: usize, keep: usize) -> Option<(Vec<u32>, Vec<u32>)> {
+        let cached = &self.kv_valid;
+        let origin = full.get(..cached.len() + dropped)?;
+        let keep = keep.min(cached.len());
+        let same = dropped > 0
+            && origin[..keep] == cached[..keep]
+            && origin[keep + dropped..] == cached[keep..];
+        same.then(|| (cached.clone(), origin.to_vec()))
     }
 
     /// Makes the KV cache hold `seq` with tokens `keep..keep + drop` dropped: the rows of

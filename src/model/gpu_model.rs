@@ -175,6 +175,9 @@ pub struct GpuModel {
     pub(super) constraint: Option<(Arc<Constraint>, ConstraintTable)>,
     /// The context shift's kernels, one per KV format, built on the first shift.
     pub(super) kv_shifts: Vec<KvShift>,
+    /// After a context shift: the cached tokens then (`kv_valid`) and the tokens they stand
+    /// for (with the dropped ones), so the next turn's prompt maps onto the shifted cache.
+    pub(super) kv_origin: Option<(Vec<u32>, Vec<u32>)>,
 }
 
 impl GpuModel {
@@ -242,6 +245,7 @@ impl GpuModel {
             kv_caches: vec![None],
             constraint: None,
             kv_shifts: Vec::new(),
+            kv_origin: None,
         })
     }
 

@@ -2,6 +2,7 @@
 //! what the CLI and the JS facade use; it owns prompt encoding, end-of-generation handling and
 //! streaming decode (only whole UTF-8 characters are handed out).
 
+use super::context_shift::ContextShift;
 use super::generation::{StopReason, DEFAULT_CHUNK_TOKENS};
 use super::gpu_model::{GenerationRequest, GpuModel, LoadOptions};
 use super::stop_text::StopText;
@@ -22,7 +23,8 @@ use std::sync::Arc;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct GenerateOptions {
-    /// Most tokens to generate. Default: 128, or what the prompt leaves of `nCtx`.
+    /// Most tokens to generate. Default: 128 (with `contextShift: false`, at most what the
+    /// prompt leaves of `nCtx`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub max_tokens: Option<u32>,
@@ -58,6 +60,20 @@ pub struct GenerateOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub reuse_prefix: Option<bool>,
+    /// When the prompt and the output would pass `nCtx`: keep the first `keepTokens` tokens,
+    /// drop the oldest after them (half of those at a time, as llama.cpp's context shift) and
+    /// go on, the kept keys re-rotated on the GPU so nothing is prefilled again; the result's
+    /// `droppedTokens` says how many tokens are out of the context. With `reusePrefix`, the next
+    /// turn (the same conversation plus a new message) continues from the shifted cache. false:
+    /// a generation that would pass `nCtx` is a `limit-exceeded` error. Default: true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub context_shift: Option<bool>,
+    /// With `contextShift`: tokens at the start that are never dropped (at least 1). Default: a
+    /// chat's system message (the tokens the chat template renders for it alone), else 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub keep_tokens: Option<u32>,
     /// What the output must be: JSON valid under a JSON Schema, any JSON object, text a
     /// regular expression matches, or text a GBNF grammar's `root` rule matches. Each token is chosen among those that keep the output
     /// valid, on the GPU (fused) or the host (unfused); the end of generation is allowed only
@@ -165,6 +181,9 @@ pub struct GenerateResult {
     pub stop_reason: StopReason,
     /// Prompt tokens whose KV cache was kept from the previous generation (`reusePrefix`).
     pub reused_prompt_tokens: u32,
+    /// Tokens of the prompt and output no longer in the context: dropped by a context shift
+    /// (`contextShift`) in this generation or, with `reusePrefix`, in earlier turns. 0: none.
+    pub dropped_tokens: u32,
     pub timings: GenerateTimings,
     /// One per generated token, with `logprobs` asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -395,11 +414,25 @@ impl TextModel {
             Prompt::Text(text) => self.encode_prompt(text, options)?,
             Prompt::Messages(messages) => self.encode_messages(messages)?,
         };
-        // The default fits the context: 128, or what the prompt leaves of nCtx.
+        let shifting = options.context_shift.unwrap_or(true);
+        // Without a shift the default fits the context: 128, or what the prompt leaves of nCtx.
         let room = self.gpu.n_ctx().saturating_sub(prompt_tokens.len() as u32);
-        let max_tokens = options
-            .max_tokens
-            .unwrap_or_else(|| DEFAULT_MAX_TOKENS.min(room));
+        let max_tokens = options.max_tokens.unwrap_or(if shifting {
+            DEFAULT_MAX_TOKENS
+        } else {
+            DEFAULT_MAX_TOKENS.min(room)
+        });
+        let shift = match (shifting, options.keep_tokens) {
+            (false, _) => None,
+            (true, Some(keep)) => Some(ContextShift { keep }),
+            // A long system message keeps at most half of the context: each shift must free
+            // room.
+            (true, None) => Some(ContextShift {
+                keep: self
+                    .system_tokens(prompt, options, &prompt_tokens)
+                    .min(self.gpu.n_ctx() / 2),
+            }),
+        };
         let stop_ids = self.stop_ids();
         // Checked before the response format compiles.
         let logprobs = options
@@ -444,8 +477,9 @@ impl TextModel {
         let mut last_id = None;
         let mut generation = self
             .gpu
-            .generate_until(
+            .generate_shifting(
                 &request,
+                shift,
                 &mut |id| {
                     last_id = Some(id);
                     let piece = decoder.push(tokenizer, id).unwrap_or_default();
@@ -515,7 +549,9 @@ impl TextModel {
                 .collect()
         });
         let per_second = |n: usize, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
-        let prefilled = prompt_tokens.len() - generation.reused_prompt_tokens as usize;
+        let prefilled = prompt_tokens
+            .len()
+            .saturating_sub(generation.reused_prompt_tokens as usize);
         Ok(GenerateResult {
             text,
             timings: GenerateTimings {
@@ -533,7 +569,41 @@ impl TextModel {
             tokens: generation.tokens,
             stop_reason,
             reused_prompt_tokens: generation.reused_prompt_tokens,
+            dropped_tokens: generation.dropped_tokens,
             logprobs,
         })
+    }
+
+    /// The tokens a context shift keeps by default: those `prompt_tokens` share with the chat
+    /// template's rendering of the system message alone (1 without one, or for plain text).
+    fn system_tokens(
+        &self,
+        prompt: Prompt<'_>,
+        options: &GenerateOptions,
+        prompt_tokens: &[u32],
+    ) -> u32 {
+        let system = match prompt {
+            Prompt::Messages(m) => m.first().filter(|m| m.role == "system").cloned(),
+            Prompt::Text(_) if options.chat.unwrap_or(false) => options
+                .system
+                .as_deref()
+                .map(|s| ChatMessage::new("system", s)),
+            Prompt::Text(_) => None,
+        };
+        let (Some(system), Some(template)) = (system, &self.template) else {
+            return 1;
+        };
+        let Ok(text) = template.render_limited(&[system], false, self.prompt_byte_limit()) else {
+            return 1;
+        };
+        let bos = self.tokenizer.bos_text();
+        let add_bos = bos.is_empty() || !text.starts_with(bos);
+        let tokens = self.tokenizer.encode(&text, add_bos, true);
+        let shared = tokens
+            .iter()
+            .zip(prompt_tokens)
+            .take_while(|(a, b)| a == b)
+            .count();
+        (shared as u32).max(1)
     }
 }

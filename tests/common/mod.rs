@@ -9,6 +9,8 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 pub mod constraints;
 #[allow(dead_code)]
 pub mod exact;
+#[allow(dead_code)]
+pub mod shift;
 
 /// `gpu_test!(name, async_fn)` declares a native `#[test]` and a `#[wasm_bindgen_test]` that both
 /// await `async_fn()`.

@@ -124,7 +124,7 @@ test("bad sources and options are typed errors, and the page stays usable", asyn
       badStrategy: await kind(window.f.loadModel("/no/such/model.gguf", { strategy: "turbo" })),
       abortedBefore: await kind(window.f.loadModel(url, { signal: AbortSignal.abort() })),
       badTemperature: await kind(m.generate("Hi", { temperature: -1 }).result()),
-      tooLong: await kind(m.generate("Hi", { maxTokens: 64 }).result()),
+      tooLong: await kind(m.generate("Hi", { maxTokens: 64, contextShift: false }).result()),
       noMessages: await kind(m.chat.completions.create({ messages: [] })),
       badRole: await kind(m.chat.completions.create({ messages: [{ role: 42, content: "x" }] })),
       badIds: await kind(m.detokenize([1e9])),

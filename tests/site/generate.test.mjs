@@ -85,15 +85,25 @@ test("the browser generates the native ids for the synthetic model", async () =>
       const first = model.generate("Hi", { maxTokens: 4 });
       const second = await model.generate("Hi", { maxTokens: 4 }).result().then(() => "resolved", kind);
       const firstTokens = (await first.result()).tokens.length;
-      const tooLong = await model.generate("Hi", { maxTokens: 100 }).result().then(() => "resolved", kind);
+      const tooLong = await model.generate("Hi", { maxTokens: 100, contextShift: false }).result().then(() => "resolved", kind);
+      // Past nCtx 64 the context shifts (the default): 100 tokens, the oldest dropped.
+      const shifted = await model.generate("Hi", { maxTokens: 100, keepTokens: 2 }).result();
       const after = (await model.generate("Hi", { maxTokens: 2 }).result()).tokens.length;
       await model.dispose();
       const freed = await model.generate("Hi").result().then(() => "resolved", kind);
-      return { info, second, firstTokens, tooLong, after, freed };
+      return { info, second, firstTokens, tooLong, after, freed, shifted: [shifted.promptTokens.length, shifted.tokens.length, shifted.stopReason, shifted.droppedTokens] };
     }, `/${modelPath}`);
     assert.equal(api.second, "busy");
     assert.equal(api.firstTokens, 4);
     assert.equal(api.tooLong, "limit-exceeded");
+    // Each time the context reaches 64 the shift drops half of what follows the 2 kept tokens.
+    const [promptLength] = api.shifted;
+    let [length, dropped] = [promptLength, 0];
+    for (let i = 0; i < 100; i++) {
+      if (length === 64) [length, dropped] = [length - 31, dropped + 31];
+      length++;
+    }
+    assert.deepEqual(api.shifted, [promptLength, 100, "length", dropped]);
     assert.equal(api.after, 2, "the model still works after a rejected generation");
     assert.equal(api.freed, "invalid-argument");
     const { architecture, layers, embeddingLength, feedForwardLength, heads, kvHeads, headDim, vocabSize, contextLength, nCtx, tiedOutput } = api.info;

@@ -1,6 +1,7 @@
 //! `fuselm generate --model PATH --prompt TEXT [--chat] [--max-tokens N] [--strategy S]
 //! [--calibrate] [--temperature T --top-k K --top-p P --min-p M --seed S ...] [--stop TEXT ...]
-//! [--json-schema FILE | --json-object | --regex PATTERN] [--max-depth N] [--json]
+//! [--no-context-shift] [--keep-tokens N] [--json-schema FILE | --json-object | --regex PATTERN]
+//! [--max-depth N] [--json]
 //! [--load-session FILE] [--save-session FILE] [--tune NAME=VALUE ...]` (`--tune`: kernel
 //! measurement settings, see `--help`).
 
@@ -27,9 +28,17 @@ pub struct GenerateArgs {
     /// With --chat: a system message instead of the template's default.
     #[arg(long, requires = "chat")]
     system: Option<String>,
-    /// Most tokens to generate (default: 128, or what the prompt leaves of the context).
+    /// Most tokens to generate (default: 128; with --no-context-shift, at most what the prompt
+    /// leaves of the context).
     #[arg(long)]
     max_tokens: Option<u32>,
+    /// Past the context (--n-ctx), fail instead of dropping the oldest tokens after the kept
+    /// ones (the context shift, on by default).
+    #[arg(long)]
+    no_context_shift: bool,
+    /// Tokens a context shift never drops (default: the system message's with --chat, else 1).
+    #[arg(long)]
+    keep_tokens: Option<u32>,
     /// KV-cache capacity in tokens (default: min(model context, 2048)).
     #[arg(long)]
     n_ctx: Option<u32>,
@@ -217,6 +226,8 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         chunk_tokens: args.chunk_tokens,
         stop: Some(args.stop),
         reuse_prefix: Some(args.load_session.is_some()),
+        context_shift: Some(!args.no_context_shift),
+        keep_tokens: args.keep_tokens,
         response_format,
         logprobs: Some(args.logprobs),
         top_logprobs: args.top_logprobs,
@@ -266,6 +277,7 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
             "timings": { "loadSeconds": load_seconds, "generate": result.timings },
             "logprobs": result.logprobs,
             "reusedPromptTokens": result.reused_prompt_tokens,
+            "droppedTokens": result.dropped_tokens,
         });
         out!("{}", serde_json::to_string_pretty(&out)?);
     } else {
