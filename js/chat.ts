@@ -170,6 +170,8 @@ export interface ChatCompletionUsage {
     decode_tokens_per_s: number;
     /** Tokens of the conversation no longer in the context (dropped by context shifts). */
     dropped_tokens: number;
+    /** Oldest messages left out because the conversation's text alone could not fit `nCtx`. */
+    dropped_messages: number;
   };
 }
 
@@ -281,6 +283,7 @@ const usage = (r: GenerateResult): ChatCompletionUsage => ({
     prefill_tokens_per_s: r.timings.promptTokensPerSecond,
     decode_tokens_per_s: r.timings.decodeTokensPerSecond,
     dropped_tokens: r.droppedTokens,
+    dropped_messages: r.droppedMessages,
   },
 });
 

@@ -244,13 +244,13 @@ fn generation_past_n_ctx_follows_the_cpu_reference_on_every_strategy() {
                     continue;
                 }
                 let shift = Some(ContextShift { keep });
+                // A fresh context: the shifts keep the rows this generation wrote.
+                let fresh = GenerationRequest {
+                    reuse_prefix: false,
+                    ..request(&p, n as u32, strategy)
+                };
                 let out = gpu
-                    .generate_shifting(
-                        &request(&p, n as u32, strategy),
-                        shift,
-                        &mut |_| true,
-                        &|| true,
-                    )
+                    .generate_shifting(&fresh, shift, &mut |_| true, &|| true)
                     .await
                     .unwrap();
                 assert_eq!(out.tokens.len(), n, "{name} {strategy:?}");

@@ -147,10 +147,20 @@ fn generate_reads_regular_files_and_fits_the_context() {
         "hello_world_this_is",
         "--n-ctx",
         "8",
+        "--no-context-shift",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("[7 prompt tokens, 1 generated"), "{stderr}");
+    // With the context shift (the default) it goes on past nCtx: at 8 tokens half of the 7
+    // after the first are dropped.
+    let (json, stderr) = generate_json(model, "hello_world_this_is", "3", &["--n-ctx", "8"]);
+    assert_eq!(
+        json["generatedIds"].as_array().map(Vec::len),
+        Some(3),
+        "{stderr}"
+    );
+    assert_eq!(json["droppedTokens"], 3, "{stderr}");
     let out = fuselm(&[
         "generate",
         "--model",

@@ -14,6 +14,10 @@
 // both under the model's name; loading that model again restores them (`loadSession`), so the next
 // turn prefills only itself. "New chat" deletes them. `dataset.restored` is the number of tokens
 // restored (tests).
+// Past the model's context (`nCtx`; ?nCtx=N sets it) the conversation goes on: fuselm drops the
+// oldest tokens after the system message (its context shift) and reports how many
+// (`usage.extra.dropped_tokens`, and `dropped_messages` for whole turns left out); the page shows a
+// note above the composer and sets `dataset.droppedTokens` / `dataset.droppedMessages` (tests).
 // In your own site: `import { loadModel } from "fuselm"`.
 import { loadModel, storeSession, readSession, deleteSession } from "../../dist/index.js";
 import { $, clearError, errorKind, fmtBytes, fmtNumber, showError } from "./ui.js";
@@ -131,6 +135,7 @@ async function load(source, name) {
   const t0 = performance.now();
   try {
     const options = { onProgress: showProgress, signal: loadAbort.signal };
+    if (params.has("nCtx")) options.nCtx = Number(params.get("nCtx"));
     // The cache only applies to sources fetched by URL.
     if (typeof source === "string") options.cache = $("cache").value;
     model = await loadModel(source, options);
@@ -286,6 +291,18 @@ function request(signal) {
   return req;
 }
 
+/** The note that older turns are out of the model's context (hidden while none are). */
+function showDropped(tokens, messages) {
+  document.body.dataset.droppedTokens = String(tokens);
+  document.body.dataset.droppedMessages = String(messages);
+  const note = $("context-note");
+  note.hidden = tokens === 0 && messages === 0;
+  const parts = [];
+  if (messages > 0) parts.push(`the oldest ${messages} message${messages === 1 ? "" : "s"}`);
+  if (tokens > 0) parts.push(`${fmtNumber(tokens, 0)} older tokens`);
+  note.textContent = `This conversation is longer than the model's context (${model.info.nCtx} tokens): ${parts.join(" and ")} are out of its view. It still sees the system message and the recent turns.`;
+}
+
 async function send(text) {
   if (!model || generation) return;
   clearError($("error"));
@@ -387,6 +404,7 @@ async function send(text) {
   parts.push(finish === "stopped" ? "stopped" : finish === "length" ? "max_tokens reached" : "done");
   meta.textContent = parts.join(" · ");
   msg.dataset.tokensPerSecond = String(rate);
+  if (extra) showDropped(extra.dropped_tokens ?? 0, extra.dropped_messages ?? 0);
   // Kept before the page is ready again: a save and the next turn never run at once.
   const note = history === conversation ? await keep() : "";
   $("status").textContent = (finish === "stopped" ? "Stopped. Say something else? " : "") + note;
@@ -411,6 +429,9 @@ $("stop").addEventListener("click", () => generation?.abort.abort());
 $("new-chat").addEventListener("click", () => {
   generation?.abort.abort();
   conversation = [];
+  $("context-note").hidden = true;
+  delete document.body.dataset.droppedTokens;
+  delete document.body.dataset.droppedMessages;
   if (model) void forget();
   const empty = document.createElement("p");
   empty.className = "empty";

@@ -119,6 +119,8 @@ impl GpuModel {
                 constraint_state: state,
             };
             let out = self.run_segment(req, &seg, on_token, keep_going).await?;
+            // The cache now holds this generation's rows: a shift keeps them.
+            reuse = true;
             remaining -= out.tokens.len() as u32;
             seq.extend_from_slice(&out.tokens);
             if let Some(c) = req.constraint {

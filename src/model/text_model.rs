@@ -184,6 +184,9 @@ pub struct GenerateResult {
     /// Tokens of the prompt and output no longer in the context: dropped by a context shift
     /// (`contextShift`) in this generation or, with `reusePrefix`, in earlier turns. 0: none.
     pub dropped_tokens: u32,
+    /// Messages left out of a conversation whose text alone is more than the context could hold
+    /// (`contextShift`; the oldest after the system message, whole turns). 0: none.
+    pub dropped_messages: u32,
     pub timings: GenerateTimings,
     /// One per generated token, with `logprobs` asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -352,6 +355,38 @@ impl TextModel {
         Ok(self.tokenizer.encode(&text, add_bos, true))
     }
 
+    /// [`TextModel::encode_messages`] of the most recent messages whose text could fit the
+    /// context: while the rendering is longer than the prompt byte limit, the oldest message
+    /// after a leading system message is left out (and those after it until a user message
+    /// comes first; the last message always stays). Returns the ids and how many messages were
+    /// left out — that many follow the system message in `messages`. Renders at most
+    /// `messages.len()` times, each bounded by the limit.
+    pub fn encode_recent(&self, messages: &[ChatMessage]) -> Result<(Vec<u32>, u32)> {
+        let system = usize::from(messages.first().is_some_and(|m| m.role == "system"));
+        let mut skip = 0;
+        loop {
+            let kept: Vec<ChatMessage> = messages[..system]
+                .iter()
+                .chain(&messages[system + skip..])
+                .cloned()
+                .collect();
+            match self.encode_messages(&kept) {
+                Err(FuselmError::LimitExceeded { limit, .. })
+                    if limit == PROMPT_BYTES_LIMIT && system + skip + 1 < messages.len() =>
+                {
+                    skip += 1;
+                    while system + skip + 1 < messages.len()
+                        && messages[system + skip].role != "user"
+                    {
+                        skip += 1;
+                    }
+                }
+                Ok(ids) => return Ok((ids, skip as u32)),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// The end-of-generation ids the sampler stops at (at most [`MAX_STOP_IDS`]).
     pub fn stop_ids(&self) -> Vec<u32> {
         let mut ids = self.tokenizer.eog_ids().to_vec();
@@ -410,11 +445,12 @@ impl TextModel {
         on_token: &mut dyn FnMut(&str, Option<u32>) -> bool,
         keep_going: &dyn Fn() -> bool,
     ) -> Result<GenerateResult> {
-        let prompt_tokens = match prompt {
-            Prompt::Text(text) => self.encode_prompt(text, options)?,
-            Prompt::Messages(messages) => self.encode_messages(messages)?,
-        };
         let shifting = options.context_shift.unwrap_or(true);
+        let (prompt_tokens, dropped_messages) = match prompt {
+            Prompt::Text(text) => (self.encode_prompt(text, options)?, 0),
+            Prompt::Messages(messages) if shifting => self.encode_recent(messages)?,
+            Prompt::Messages(messages) => (self.encode_messages(messages)?, 0),
+        };
         // Without a shift the default fits the context: 128, or what the prompt leaves of nCtx.
         let room = self.gpu.n_ctx().saturating_sub(prompt_tokens.len() as u32);
         let max_tokens = options.max_tokens.unwrap_or(if shifting {
@@ -570,6 +606,7 @@ impl TextModel {
             stop_reason,
             reused_prompt_tokens: generation.reused_prompt_tokens,
             dropped_tokens: generation.dropped_tokens,
+            dropped_messages,
             logprobs,
         })
     }

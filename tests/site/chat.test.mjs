@@ -176,6 +176,41 @@ test("chat: load, stream an answer, stop a long one, keep talking, unload", asyn
   }
 });
 
+test("chat: a conversation longer than the model's context goes on, with a note", async () => {
+  const browser = await launch();
+  try {
+    const { page, problems } = await openPage(browser, chatUrl("?nCtx=64"));
+    await loadByUrl(page, tiny);
+    await expectState(page, "ready");
+    assert.equal(await page.isHidden("#context-note"), true, "no note while the conversation fits");
+    // Greedy, 20 tokens a turn: the third turn passes 64 tokens of context.
+    await settings(page, { "max-tokens": 20, temperature: 0 });
+    const dropped = [];
+    for (const text of ["Hello there!", "Tell me more.", "And then?", "Go on, please.", "One more?"]) {
+      await say(page, text);
+      await expectState(page, "ready");
+      const answer = lastAnswer(page);
+      assert.notEqual(await answer.getAttribute("data-finish"), "error", await page.textContent("#error"));
+      assert.ok((await answer.locator(".bubble").textContent()).length > 0, `"${text}" is answered`);
+      dropped.push(await page.evaluate(() => [document.body.dataset.droppedTokens, document.body.dataset.droppedMessages].map(Number)));
+    }
+    assert.deepEqual(dropped[0], [0, 0], "the first turn fits");
+    const [tokens, messages] = dropped.at(-1);
+    assert.ok(tokens + messages > 0, `past nCtx the oldest context is dropped: ${JSON.stringify(dropped)}`);
+    assert.equal(await page.isVisible("#context-note"), true, "the note says so");
+    assert.match(await page.textContent("#context-note"), /longer than the model's context \(64 tokens\)/);
+    // Every turn stays on the page.
+    assert.equal(await page.locator("#messages .msg.user").count(), 5);
+    assert.equal(await page.locator("#messages .msg.assistant").count(), 5);
+    await screenshot(page, "chat-past-context");
+    await page.click("#new-chat");
+    assert.equal(await page.isHidden("#context-note"), true, "a new chat has no note");
+    assertNoProblems(problems);
+  } finally {
+    await browser.close();
+  }
+});
+
 test("chat: calibrate the strategy; the next visit applies the saved calibration", async () => {
   const browser = await launch();
   try {

@@ -87,7 +87,7 @@ test("the browser generates the native ids for the synthetic model", async () =>
       const firstTokens = (await first.result()).tokens.length;
       const tooLong = await model.generate("Hi", { maxTokens: 100, contextShift: false }).result().then(() => "resolved", kind);
       // Past nCtx 64 the context shifts (the default): 100 tokens, the oldest dropped.
-      const shifted = await model.generate("Hi", { maxTokens: 100, keepTokens: 2 }).result();
+      const shifted = await model.generate("abc", { maxTokens: 100, keepTokens: 2 }).result();
       const after = (await model.generate("Hi", { maxTokens: 2 }).result()).tokens.length;
       await model.dispose();
       const freed = await model.generate("Hi").result().then(() => "resolved", kind);
