@@ -2,7 +2,8 @@
 //! - The kernel: after `shift_context(keep, drop)` every moved key is the old row rotated from
 //!   its old position to its new one (computed here in f64 from the saved rows), values and the
 //!   kept rows are unchanged: llama (adjacent pairs), qwen2 (NeoX, Llama 3 frequency factors),
-//!   gemma3 (local and global RoPE bases, linear scaling on the global layer); f16 caches too
+//!   gemma3 (local and global RoPE bases, linear scaling on the global layer), phi3 (LongRoPE
+//!   factors and attention factor); f16 caches too
 //!   where the adapter has shader-f16.
 //! - Generation past nCtx equals the plain CPU reference doing the same shifts
 //!   (`CpuReferenceModel::shift_context`) under the exact reference's rule (equal ids up to the
@@ -69,6 +70,22 @@ fn models() -> Vec<(&'static str, SyntheticSpec)> {
                 ..SyntheticSpec::default()
             },
         ),
+        (
+            // LongRoPE past its original 32 positions: long factors and the attention factor
+            // (applied once when a row is written, never again by a shift).
+            "phi3",
+            SyntheticSpec {
+                arch: "phi3",
+                long_rope: Some(32),
+                n_layers: 2,
+                n_head: 4,
+                n_head_kv: 4,
+                matrix_types: vec![GgmlType::Q8_0],
+                tied: false,
+                seed: 15,
+                ..SyntheticSpec::default()
+            },
+        ),
     ]
 }
 
@@ -120,6 +137,7 @@ fn the_shift_moves_rows_and_rotates_keys_to_their_new_positions() {
             let g = Gguf::parse(&file).unwrap();
             let factors = g
                 .tensor("rope_freqs.weight")
+                .or_else(|| g.tensor("rope_factors_long.weight"))
                 .map(|t| dequantize_tensor(t, g.tensor_data(&file, t).unwrap()).unwrap());
             for &f16 in formats {
                 let mut gpu = GpuModel::load(sibling(&ctx), &file, &options(64, f16))
