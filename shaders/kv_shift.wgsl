@@ -5,23 +5,24 @@
 // (rope_math.wgsl), so a shifted key is the key a fresh evaluation would rotate at that
 // position, to f32 rounding (mscale, applied once when the row was written, is kept as is).
 //
-// One workgroup per KV head, rows in increasing order: a row is read whole into workgroup
-// memory before any invocation writes, and a destination row is always below every row still
-// to be read, so the move is in place.
+// One dispatch moves one wave of rows: sources [first, first + rows) go `drop` rows down. A
+// wave is at most `drop` rows long, so its sources and destinations never overlap and every
+// row is its own workgroup (x: the row, y: the KV head); the waves of a shift run in order
+// (the next wave's destinations are this one's sources).
 
 struct Params {
     head_dim: u32,
     n_rot: u32,        // rotated dims per head; 0: no rotation (V, or K without RoPE)
     keep: u32,
     drop: u32,
-    n: u32,            // rows valid before the shift
+    first: u32,        // this wave's first source row
+    rows: u32,         // this wave's rows (at most `drop`)
     base: u32,         // element offset of head 0 in `cache`
     head_stride: u32,  // elements from one head to the next (n_ctx * head_dim)
     neox: u32,
     theta_scale: f32,
     freq_scale: f32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -60,19 +61,19 @@ fn moved(j: u32, old_pos: u32, new_pos: u32) -> f32 {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let head = p.base + wg.x * p.head_stride;
-    for (var r = p.keep + p.drop; r < p.n; r++) {
-        let src = head + r * p.head_dim;
-        for (var j = lid; j < p.head_dim; j += WG) {
-            row[j] = f32(cache[src + j]);
-        }
-        workgroupBarrier();
-        let new_pos = r - p.drop;
-        let dst = head + new_pos * p.head_dim;
-        for (var j = lid; j < p.head_dim; j += WG) {
-            cache[dst + j] = kv_t(moved(j, r, new_pos));
-        }
-        storageBarrier();
-        workgroupBarrier();
+    if wg.x >= p.rows {
+        return;
+    }
+    let head = p.base + wg.y * p.head_stride;
+    let r = p.first + wg.x;
+    let src = head + r * p.head_dim;
+    for (var j = lid; j < p.head_dim; j += WG) {
+        row[j] = f32(cache[src + j]);
+    }
+    workgroupBarrier();
+    let new_pos = r - p.drop;
+    let dst = head + new_pos * p.head_dim;
+    for (var j = lid; j < p.head_dim; j += WG) {
+        cache[dst + j] = kv_t(moved(j, r, new_pos));
     }
 }

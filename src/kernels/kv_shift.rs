@@ -18,13 +18,14 @@ struct KvShiftParams {
     n_rot: u32,
     keep: u32,
     drop: u32,
-    n: u32,
+    first: u32,
+    rows: u32,
     base: u32,
     head_stride: u32,
     neox: u32,
     theta_scale: f32,
     freq_scale: f32,
-    _pad: [u32; 2],
+    _pad: u32,
 }
 const _: () = assert!(std::mem::size_of::<KvShiftParams>() == 48);
 
@@ -62,7 +63,11 @@ pub struct ShiftRegion<'a> {
     pub head_dim: u32,
 }
 
-/// Moves and re-rotates KV rows in place, one workgroup per head.
+/// Most rows of one wave (a dispatch's x dimension).
+const MAX_WAVE: u32 = 65_535;
+
+/// Moves and re-rotates KV rows in place: waves of at most `drop` rows (sources and destinations
+/// apart), one workgroup per row and head.
 #[derive(Debug)]
 pub struct KvShift {
     pipeline: Pipeline,
@@ -146,40 +151,54 @@ impl KvShift {
             }
             None => (0, 1.0, 1.0, 0, &self.ones),
         };
-        let params = KvShiftParams {
-            head_dim,
-            n_rot,
-            keep: rows.keep,
-            drop: rows.drop,
-            n: rows.n,
-            base: base as u32,
-            head_stride: head_stride as u32,
-            neox,
-            theta_scale,
-            freq_scale,
-            _pad: [0; 2],
-        };
-        let bound = self
-            .pipeline
-            .bind(ctx, &params, &[cache, Res::from(factors)])?;
-        Ok(KvShiftCall { bound, heads })
+        let mut waves = Vec::new();
+        let mut first = rows.keep + rows.drop;
+        while first < rows.n {
+            let count = rows.drop.min(rows.n - first).min(MAX_WAVE);
+            let params = KvShiftParams {
+                head_dim,
+                n_rot,
+                keep: rows.keep,
+                drop: rows.drop,
+                first,
+                rows: count,
+                base: base as u32,
+                head_stride: head_stride as u32,
+                neox,
+                theta_scale,
+                freq_scale,
+                _pad: 0,
+            };
+            let bound = self
+                .pipeline
+                .bind(ctx, &params, &[cache, Res::from(factors)])?;
+            waves.push((bound, count));
+            first += count;
+        }
+        Ok(KvShiftCall { waves, heads })
     }
 }
 
 /// [`KvShift`] bound to one cache region.
 #[derive(Debug)]
 pub struct KvShiftCall {
-    bound: Bound,
+    /// Each wave's call and rows, in the order they must run.
+    waves: Vec<(Bound, u32)>,
     heads: u32,
 }
 
 impl KvShiftCall {
+    /// Records the waves in order (a pass orders dispatches that write one buffer).
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
-        self.bound.dispatch(pass, [self.heads, 1, 1]);
+        for (bound, rows) in &self.waves {
+            bound.dispatch(pass, [*rows, self.heads, 1]);
+        }
     }
 
-    /// Destroys the call's uniform buffer (a shift is bound for one use).
+    /// Destroys the calls' uniform buffers (a shift is bound for one use).
     pub fn release(&self, ctx: &GpuContext) {
-        self.bound.release(ctx);
+        for (bound, _) in &self.waves {
+            bound.release(ctx);
+        }
     }
 }

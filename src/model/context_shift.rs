@@ -8,7 +8,7 @@
 //! (with the dropped tokens still in its context) at its new position. The plain CPU reference
 //! follows the same rule (`CpuModel::shift_context`), and the tests compare the two.
 
-use super::generation::{StopReason, TokenGeneration};
+use super::generation::{Segment, StopReason, TokenGeneration};
 use super::gpu_model::{GenerationRequest, GpuModel};
 use super::strategy::Strategy;
 use crate::error::{FuselmError, Result};
@@ -21,18 +21,6 @@ pub struct ContextShift {
     /// Tokens at the start that are never dropped (the system prompt; at least the first
     /// token is kept, whatever this says).
     pub keep: u32,
-}
-
-/// One strategy run within a generation: its tokens, and how the constraint and the sampler
-/// continue after a shift.
-pub(super) struct Segment<'a> {
-    pub prompt: &'a [u32],
-    pub max_tokens: u32,
-    pub reuse_prefix: bool,
-    /// XORed into the seed: positions repeat after a shift, the draws should not.
-    pub seed_mix: u32,
-    /// The constraint's state where the previous run left it (None: its start).
-    pub constraint_state: Option<u32>,
 }
 
 /// Tokens to drop from a context of `n` tokens whose first `keep` stay, so that `room` more

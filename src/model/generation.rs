@@ -86,6 +86,18 @@ pub(crate) struct Run<'a> {
     pub logprobs: Option<u32>,
 }
 
+/// One strategy run within a generation: its tokens, and how the constraint and the sampler
+/// continue after a shift.
+pub(crate) struct Segment<'a> {
+    pub prompt: &'a [u32],
+    pub max_tokens: u32,
+    pub reuse_prefix: bool,
+    /// XORed into the seed: positions repeat after a shift, the draws should not.
+    pub seed_mix: u32,
+    /// The constraint's state where the previous run left it (None: its start).
+    pub constraint_state: Option<u32>,
+}
+
 /// A constraint as a strategy uses it: the automaton (the host's reference and the unfused
 /// strategy's mask) and its uploaded table (the GPU's).
 #[derive(Debug, Clone, Copy)]

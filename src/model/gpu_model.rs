@@ -6,8 +6,7 @@
 //! it builds at load (the others build on first use), so nothing is allocated per token. `GpuModel` itself keeps the shared buffers, which prompt prefix the KV cache holds,
 //! and the planner's choice; a generation is handed to the strategy that runs it.
 
-use super::context_shift::Segment;
-use super::generation::{Progress, Run, RunConstraint, StopReason, TokenGeneration};
+use super::generation::{Progress, Run, RunConstraint, Segment, StopReason, TokenGeneration};
 use super::gpu_weights::ModelWeights;
 use super::profile::StepProfile;
 use super::shared::{check_fit, LoadScopes, Shared, Sizes};
