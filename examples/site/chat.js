@@ -300,7 +300,7 @@ function showDropped(tokens, messages) {
   const parts = [];
   if (messages > 0) parts.push(`the oldest ${messages} message${messages === 1 ? "" : "s"}`);
   if (tokens > 0) parts.push(`${fmtNumber(tokens, 0)} older tokens`);
-  note.textContent = `This conversation is longer than the model's context (${model.info.nCtx} tokens): ${parts.join(" and ")} are out of its view. It still sees the system message and the recent turns.`;
+  note.textContent = `This conversation is longer than the model's context (${model.info.nCtx} tokens): ${parts.join(" and ")} are out of its view. It still sees ${$("system").value.trim() ? "the system message and " : ""}the recent turns.`;
 }
 
 async function send(text) {
