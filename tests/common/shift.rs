@@ -26,14 +26,16 @@ pub fn prompt(salt: u32) -> Vec<u32> {
     (0..16u32).map(|i| 32 + (i * 7 + salt) % 90).collect()
 }
 
-/// Greedy ids of `cpu` after `prompt`, `n` of them in a context of `n_ctx` keeping `keep`.
-pub fn cpu_shifted(
+/// Greedy ids of `cpu` after `prompt`, `n` of them in a context of `n_ctx` keeping `keep`;
+/// None at a near tie (margin < 0.01) among the first `clean` ids.
+fn cpu_shifted_clean(
     cpu: &mut CpuReferenceModel,
     prompt: &[u32],
     n: usize,
     keep: u32,
     n_ctx: u32,
-) -> Shifted {
+    clean: usize,
+) -> Option<Shifted> {
     let vocab = cpu.config.vocab_size as usize;
     cpu.reset();
     let mut logits = cpu.forward(prompt).unwrap();
@@ -48,6 +50,9 @@ pub fn cpu_shifted(
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         margins.push(ranked[0].0 - ranked[1].0);
+        if ids.len() < clean && ranked[0].0 - ranked[1].0 < 0.01 {
+            return None;
+        }
         let next = ranked[0].1;
         ids.push(next);
         seq.push(next);
@@ -63,12 +68,12 @@ pub fn cpu_shifted(
         }
         logits = cpu.forward(&[next]).unwrap();
     }
-    Shifted {
+    Some(Shifted {
         prompt: prompt.to_vec(),
         ids,
         margins,
         dropped,
-    }
+    })
 }
 
 /// The first prompt (of 16 salts) whose reference continuation has no near tie in its first
@@ -81,7 +86,6 @@ pub fn clean_prompt(
     clean: usize,
 ) -> Shifted {
     (0..16)
-        .map(|salt| cpu_shifted(cpu, &prompt(salt), n, keep, n_ctx))
-        .find(|s| s.margins[..clean].iter().all(|&m| m >= 0.01))
+        .find_map(|salt| cpu_shifted_clean(cpu, &prompt(salt), n, keep, n_ctx, clean))
         .expect("a prompt of 16 without a near tie")
 }
