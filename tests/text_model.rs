@@ -11,11 +11,13 @@
 mod common;
 
 use fuselm::chat_template::ChatMessage;
+use fuselm::constraint::ResponseFormat;
 use fuselm::error::{ErrorKind, FuselmError};
 use fuselm::gpu::GpuContext;
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
 use fuselm::model::{
-    GenerateOptions, GenerateResult, LoadOptions, ModelLoader, Prompt, StopReason, TextModel,
+    GenerateOptions, GenerateResult, LoadOptions, ModelLoader, Prompt, StopReason, Strategy,
+    TextModel,
 };
 
 const N_CTX: u32 = 48;
@@ -194,6 +196,26 @@ async fn text_model_on_synthetic_llama() {
         cached[system.len()..],
         r.tokens[r.tokens.len() - (cached.len() - system.len()) - 1..r.tokens.len() - 1]
     );
+
+    // A constraint holds across the shifts: 80 letters or spaces, and no end before them.
+    for strategy in [Strategy::Unfused, Strategy::Fused] {
+        let constrained = GenerateOptions {
+            max_tokens: Some(80),
+            strategy: Some(strategy),
+            response_format: Some(ResponseFormat::Regex {
+                pattern: "[a-z ]{80}".into(),
+            }),
+            ..Default::default()
+        };
+        let r = generate(&mut model, "Hello", &constrained).await;
+        assert_eq!(r.tokens.len(), 80, "{strategy:?}");
+        assert!(r.dropped_tokens > 0, "{strategy:?}");
+        assert!(
+            r.text.len() == 80 && r.text.bytes().all(|b| b == b' ' || b.is_ascii_lowercase()),
+            "{strategy:?}: {:?}",
+            r.text
+        );
+    }
 
     // A prompt that exactly fills the cache with maxTokens still fits.
     let exact = GenerateOptions {
