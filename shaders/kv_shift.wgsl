@@ -13,7 +13,6 @@
 struct Params {
     head_dim: u32,
     n_rot: u32,        // rotated dims per head; 0: no rotation (V, or K without RoPE)
-    keep: u32,
     drop: u32,
     first: u32,        // this wave's first source row
     rows: u32,         // this wave's rows (at most `drop`)
@@ -23,6 +22,7 @@ struct Params {
     theta_scale: f32,
     freq_scale: f32,
     _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

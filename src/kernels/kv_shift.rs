@@ -16,7 +16,6 @@ use crate::shaders;
 struct KvShiftParams {
     head_dim: u32,
     n_rot: u32,
-    keep: u32,
     drop: u32,
     first: u32,
     rows: u32,
@@ -25,7 +24,7 @@ struct KvShiftParams {
     neox: u32,
     theta_scale: f32,
     freq_scale: f32,
-    _pad: u32,
+    _pad: [u32; 2],
 }
 const _: () = assert!(std::mem::size_of::<KvShiftParams>() == 48);
 
@@ -158,7 +157,6 @@ impl KvShift {
             let params = KvShiftParams {
                 head_dim,
                 n_rot,
-                keep: rows.keep,
                 drop: rows.drop,
                 first,
                 rows: count,
@@ -167,7 +165,7 @@ impl KvShift {
                 neox,
                 theta_scale,
                 freq_scale,
-                _pad: 0,
+                _pad: [0; 2],
             };
             let bound = self
                 .pipeline

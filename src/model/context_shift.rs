@@ -180,11 +180,10 @@ impl GpuModel {
             )));
         }
         let owners = self.kv_caches.clone();
+        // The shared cache has the load's format; the megakernels' own is f32.
+        let format = |owner: Option<Strategy>| owner.map_or(self.shared.kv, |_| KvFormat::F32);
         for &owner in &owners {
-            let kv = match owner {
-                None => self.shared.kv,
-                Some(_) => KvFormat::F32,
-            };
+            let kv = format(owner);
             if !self.kv_shifts.iter().any(|k| k.format() == kv) {
                 let kernel = KvShift::new(&self.shared.ctx, kv).await?;
                 self.kv_shifts.push(kernel);
@@ -194,16 +193,12 @@ impl GpuModel {
         let ctx = &self.shared.ctx;
         let mut calls = Vec::new();
         for &owner in &owners {
+            let kernel = self
+                .kv_shifts
+                .iter()
+                .find(|k| k.format() == format(owner))
+                .expect("built above");
             for (region, rotation) in self.shift_regions(owner)? {
-                let kv = match owner {
-                    None => self.shared.kv,
-                    Some(_) => KvFormat::F32,
-                };
-                let kernel = self
-                    .kv_shifts
-                    .iter()
-                    .find(|k| k.format() == kv)
-                    .expect("built above");
                 calls.push(kernel.bind(ctx, region, rows, rotation)?);
             }
         }
