@@ -17,6 +17,7 @@ mod constraint_bench_cmd;
 mod generate_cmd;
 #[cfg(not(target_arch = "wasm32"))]
 mod model_cmds;
+#[cfg(not(target_arch = "wasm32"))]
 mod model_file;
 #[cfg(not(target_arch = "wasm32"))]
 mod prefill_bench_cmd;
