@@ -10,10 +10,10 @@ import { readAll, type ModelSource } from "./load.js";
 
 export { init } from "./init.js";
 export { FuselmError, type ErrorKind } from "./errors.js";
-export { loadModel } from "./model.js";
+export { loadModel, estimateMemory, memoryInUse } from "./model.js";
 export type { Model, GenerateCallOptions, TokenizeOptions } from "./model-types.js";
 export type { CalibrateCallOptions, CalibrationStore } from "./calibration.js";
-export type { ModelSource, LoadModelOptions, LoadProgress, LoadPhase } from "./load.js";
+export type { ModelSource, LoadModelOptions, LoadProgress, LoadPhase, MemoryEstimate, EstimateMemoryOptions } from "./load.js";
 export type { Generation, GenerationChunk } from "./generation.js";
 export type {
   Chat,

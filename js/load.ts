@@ -3,7 +3,7 @@
 // its bytes are in. The file is never held whole in JS or wasm memory. The GGUF header is checked
 // against the adapter first, so a model that cannot fit is refused before its weights download.
 import * as wasm from "./wasm/fuselm.js";
-import type { LoadOptions, LoadStatus } from "./wasm/fuselm.js";
+import type { LoadOptions, LoadStatus, MemoryUse } from "./wasm/fuselm.js";
 import { init } from "./init.js";
 import { FuselmError, toFuselmError } from "./errors.js";
 import { CacheCorruptError, openModelBody, type CacheMode } from "./cache.js";
@@ -33,6 +33,9 @@ export interface LoadProgress {
   totalBytes: number | undefined;
   /** The bytes come from the cache (`cache` option) rather than the network. */
   fromCache: boolean;
+  /** The GPU memory the model will hold once loaded, estimated from the GGUF header (from the
+   * "parse" phase on; see `estimateMemory`). */
+  memory?: MemoryUse;
   /** With a `cache` option: why the download is not being kept (kind "cache": the storage
    * quota ran out, or the store is not available here), in every report once it is known. The
    * load goes on; the next load of the URL downloads it again. */
@@ -55,6 +58,27 @@ export interface LoadModelOptions extends LoadOptions {
    * the worker script shipped next to this module (`dist/worker.js`); `{ url }` names another
    * copy of it (e.g. where a bundler put it). */
   worker?: boolean | { url: string | URL };
+  /** Bytes of GPU memory that the models of this page may hold together (this one included;
+   * in worker mode, the models of its worker). A load whose estimate (`estimateMemory`) passes
+   * what the budget leaves after the models already loaded is refused from the GGUF header,
+   * before the weights download, with kind "limit-exceeded", `limit: "memoryBudget"`, and
+   * `needed` / `available` in bytes (the message gives the parts). Default: no budget (only the
+   * adapter's limits apply: WebGPU does not tell a device's memory). */
+  memoryBudget?: number;
+}
+
+/** What loading a model will hold on the GPU, from its GGUF header (`estimateMemory`). */
+export interface MemoryEstimate extends MemoryUse {
+  /** The file's size as its header describes it. */
+  fileBytes: number | undefined;
+  /** GPU bytes the models already loaded in this page hold (`memoryInUse()`). */
+  inUse: number;
+}
+
+/** Options of `estimateMemory`: the sizes the load would use (as `loadModel`'s). */
+export interface EstimateMemoryOptions extends Pick<LoadOptions, "nCtx" | "maxBatch" | "kvF16"> {
+  /** Stops reading: the promise rejects with kind "aborted". */
+  signal?: AbortSignal;
 }
 
 /** Bytes handed to the wasm loader per call when the source is one big buffer. */
@@ -142,12 +166,13 @@ async function openBody(source: ModelSource, cache: CacheMode, signal: AbortSign
 async function loadBody(body: Body, options: LoadModelOptions): Promise<wasm.Model> {
   const { onProgress, signal } = options;
   const load: LoadOptions = { nCtx: options.nCtx, maxBatch: options.maxBatch, kvF16: options.kvF16, strategy: options.strategy };
-  const loader = await wasm.createModelLoader(load, body.totalBytes);
+  const loader = await wasm.createModelLoader(load, body.totalBytes, options.memoryBudget);
   const reader = body.stream.getReader();
   let totalBytes = body.totalBytes;
+  let memory: MemoryUse | undefined;
   const report = (phase: LoadPhase, loadedBytes: number) => {
     const cacheError = body.cacheError?.();
-    onProgress?.({ phase, loadedBytes, totalBytes, fromCache: body.fromCache, ...(cacheError ? { cacheError } : {}) });
+    onProgress?.({ phase, loadedBytes, totalBytes, fromCache: body.fromCache, ...(memory ? { memory } : {}), ...(cacheError ? { cacheError } : {}) });
   };
   let finished = false;
   try {
@@ -164,6 +189,7 @@ async function loadBody(body: Body, options: LoadModelOptions): Promise<wasm.Mod
       if (status.headerReady && !headerReady) {
         headerReady = true;
         totalBytes ??= status.fileBytes;
+        memory = status.memory;
         report("parse", loaded);
       }
       report(headerReady ? "upload" : "download", loaded);
@@ -207,6 +233,46 @@ export async function loadRaw(source: ModelSource, options: LoadModelOptions = {
       if (!body.fromCache || !corrupt || signal?.aborted) throw e;
       // The cached copy is damaged: download again.
       return await loadBody(await openBody(source, cache, signal), options);
+    }
+  } catch (e) {
+    if (signal?.aborted) throw abortedError(signal);
+    throw toFuselmError(e);
+  }
+}
+
+/** `memoryInUse()`. */
+export async function memoryInUseRaw(): Promise<number> {
+  try {
+    await init();
+    return wasm.memoryInUse();
+  } catch (e) {
+    throw toFuselmError(e);
+  }
+}
+
+/** `estimateMemory`: reads `source` up to the end of its GGUF header, then stops the download. */
+export async function estimateRaw(source: ModelSource, options: EstimateMemoryOptions = {}): Promise<MemoryEstimate> {
+  const { signal } = options;
+  try {
+    await init();
+    const body = await openBody(source, "none", signal);
+    const load: LoadOptions = { nCtx: options.nCtx, maxBatch: options.maxBatch, kvF16: options.kvF16 };
+    const loader = await wasm.createModelLoader(load, body.totalBytes, undefined);
+    const reader = body.stream.getReader();
+    try {
+      for (;;) {
+        if (signal?.aborted) throw abortedError(signal);
+        const { done, value } = await reader.read();
+        if (done) throw new FuselmError("invalid-model", "the file ended before its GGUF header did");
+        const status: LoadStatus = loader.push(value);
+        if (status.headerReady && status.memory) {
+          return { ...status.memory, fileBytes: status.fileBytes, inUse: wasm.memoryInUse() };
+        }
+      }
+    } finally {
+      await reader.cancel().catch(() => {});
+      reader.releaseLock();
+      loader.free();
     }
   } catch (e) {
     if (signal?.aborted) throw abortedError(signal);

@@ -8,8 +8,8 @@ import { FuselmError, toFuselmError } from "./errors.js";
 import { Generation } from "./generation.js";
 import { sessionBytes } from "./session.js";
 import { chatCompletions, type Chat } from "./chat.js";
-import { loadRaw, type LoadModelOptions, type ModelSource } from "./load.js";
-import { checkOptions, GENERATE_RULES, LOAD_RULES } from "./options.js";
+import { estimateRaw, loadRaw, memoryInUseRaw, type EstimateMemoryOptions, type LoadModelOptions, type MemoryEstimate, type ModelSource } from "./load.js";
+import { checkOptions, ESTIMATE_RULES, GENERATE_RULES, LOAD_RULES } from "./options.js";
 import type { GenerateCallOptions, Model, TokenizeOptions } from "./model-types.js";
 
 /** The model on this thread: a thin wrapper over the wasm `Model`. */
@@ -216,6 +216,30 @@ export async function loadModel(source: ModelSource, options: LoadModelOptions =
     return loadInWorker(source, options);
   }
   return loadLocal(source, options);
+}
+
+/**
+ * What loading `source` with these sizes will hold on the GPU — weights, KV cache at `nCtx`,
+ * activations, other buffers and their total, in bytes — from its GGUF header alone: only the
+ * header is read (a download stops there), nothing is uploaded. `inUse` is what the models
+ * already loaded in this page hold, so `total <= budget - inUse` is the check `loadModel`'s
+ * `memoryBudget` makes. Rejects like `loadModel` for a model the adapter cannot hold at all
+ * ("limit-exceeded"), or a file that is not a supported GGUF.
+ *
+ * @example
+ * const need = await estimateMemory(url, { nCtx: 4096 });
+ * if (need.total > myBudget - need.inUse) showTooLarge(need);
+ * else model = await loadModel(url, { nCtx: 4096, memoryBudget: myBudget });
+ */
+export async function estimateMemory(source: ModelSource, options: EstimateMemoryOptions = {}): Promise<MemoryEstimate> {
+  checkOptions(options, ESTIMATE_RULES);
+  return estimateRaw(source, options);
+}
+
+/** GPU bytes held by the models loaded in this page and not yet disposed (models in worker
+ * mode are counted by their worker). */
+export async function memoryInUse(): Promise<number> {
+  return memoryInUseRaw();
 }
 
 /** `loadModel` on this thread. */

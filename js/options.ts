@@ -74,6 +74,14 @@ export const LOAD_RULES: Record<string, Rule> = {
   cache: oneOf(["cache-api", "opfs", "none"]),
   worker: boolean,
   onProgress: func,
+  memoryBudget: integer(0),
+};
+
+/** `estimateMemory(source, options)`. */
+export const ESTIMATE_RULES: Record<string, Rule> = {
+  nCtx: LOAD_RULES.nCtx!,
+  maxBatch: LOAD_RULES.maxBatch!,
+  kvF16: boolean,
 };
 
 /** `chat.completions.create(request)`, in OpenAI's names. */

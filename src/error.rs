@@ -26,6 +26,15 @@ pub enum FuselmError {
         available: u64,
     },
 
+    /// A load would pass the caller's `memoryBudget` (bytes the models of a device may hold):
+    /// what it needs and what the budget leaves, with the parts of each.
+    #[error("memoryBudget exceeded: needed {needed} bytes, available {available}: {detail}")]
+    MemoryBudget {
+        needed: u64,
+        available: u64,
+        detail: String,
+    },
+
     /// A GPU operation failed (validation error, out of memory, lost device, failed map).
     #[error("GPU error: {0}")]
     Gpu(String),
@@ -151,7 +160,9 @@ impl FuselmError {
             FuselmError::WebGpuUnavailable { .. } => ErrorKind::WebgpuUnavailable,
             FuselmError::NoAdapter { .. } => ErrorKind::NoAdapter,
             FuselmError::DeviceRequest { .. } => ErrorKind::DeviceRequest,
-            FuselmError::LimitExceeded { .. } => ErrorKind::LimitExceeded,
+            FuselmError::LimitExceeded { .. } | FuselmError::MemoryBudget { .. } => {
+                ErrorKind::LimitExceeded
+            }
             FuselmError::Gpu(_) => ErrorKind::Gpu,
             // A well-formed tensor of a type fuselm has no kernel for (IQ4_NL, Q8_K, …).
             FuselmError::Gguf(crate::gguf::GgufError::UnsupportedTensorType { .. }) => {

@@ -14,10 +14,12 @@
 mod common;
 
 use common::exact::{greedy_cases, ids, GreedyCase};
+use fuselm::error::FuselmError;
 use fuselm::gguf::{FfnActivation, Gguf, ModelConfig, RopeStyle};
+use fuselm::gpu::ContextOptions;
 use fuselm::model::{
-    tokenizer_from_gguf, CpuReferenceModel, GenerateOptions, GenerationRequest, LoadOptions,
-    Strategy, TextModel,
+    estimate_memory, tokenizer_from_gguf, CpuReferenceModel, GenerateOptions, GenerationRequest,
+    LoadOptions, MemoryBudget, ModelLoader, Strategy, TextModel,
 };
 use fuselm::reference::argmax;
 use fuselm::sampling::SamplingOptions;
@@ -143,14 +145,24 @@ fn gemma3_on_the_gpu(strategy: Strategy) {
     let (_, bytes) = model();
     let cases = cases();
     pollster::block_on(async {
-        let ctx = fuselm::gpu::GpuContext::new().await.expect("gpu");
+        let root = fuselm::gpu::GpuContext::new().await.expect("gpu");
         let options = LoadOptions {
             n_ctx: Some(384),
             max_batch: Some(64),
             kv_f16: Some(false),
             strategy: None,
         };
-        let mut text = TextModel::load(ctx, &bytes, &options).await.expect("load");
+        let sibling = || root.sibling(ContextOptions::default()).expect("context");
+        let mut text = TextModel::load(sibling(), &bytes, &options)
+            .await
+            .expect("load");
+        // Unfused runs with a chat model beside it on the same device, loaded within a budget
+        // made of the two estimates (see `chat_model_beside_gemma3`).
+        let mut beside = if strategy == Strategy::Unfused {
+            Some(ChatModelBeside::load(sibling(), text.gpu().memory().total).await)
+        } else {
+            None
+        };
         // No template in this (base-model) file: Gemma 3's turn format is the fallback, with one
         // BOS, giving exactly the reference's chat-shaped prompts.
         let chat = GenerateOptions {
@@ -210,7 +222,93 @@ fn gemma3_on_the_gpu(strategy: Strategy) {
                 case.prompt
             );
         }
+        if let Some(smol) = &mut beside {
+            smol.meets_its_reference().await;
+            // Disposing Gemma leaves the chat model as it was.
+            drop(text);
+            smol.meets_its_reference().await;
+        }
     });
+}
+
+/// The real SmolLM2-135M-Instruct loaded beside Gemma 3 270M on one device, refused one byte
+/// short of its estimate and loaded with it; its greedy ids meet its own exact reference
+/// (`tests/fixtures/exact/smollm2`, prompt 5, `SMOL_TOKENS` ids) while Gemma is loaded and
+/// after Gemma is dropped.
+struct ChatModelBeside {
+    model: TextModel,
+    case: GreedyCase,
+}
+
+const SMOL_TOKENS: usize = 6;
+
+impl ChatModelBeside {
+    async fn load(ctx: fuselm::gpu::GpuContext, gemma_held: u64) -> Self {
+        let bytes = std::fs::read(common::default_model()).expect("SmolLM2");
+        let options = LoadOptions {
+            n_ctx: Some(128),
+            max_batch: Some(64),
+            kv_f16: Some(false),
+            strategy: None,
+        };
+        let need = estimate_memory(&ctx, &Gguf::parse(&bytes).expect("parse"), &options)
+            .expect("estimate");
+        let load = |budget: u64| {
+            let mut loader = ModelLoader::new(
+                ctx.sibling(ContextOptions::default()).unwrap(),
+                options.clone(),
+            )
+            .with_memory_budget(Some(MemoryBudget {
+                budget,
+                in_use: gemma_held,
+            }));
+            let pushed = loader.push(&bytes);
+            async move {
+                pushed?;
+                loader.finish().await
+            }
+        };
+        let short = load(gemma_held + need.total - 1).await;
+        assert!(
+            matches!(short, Err(FuselmError::MemoryBudget { needed, .. }) if needed == need.total),
+            "one byte short of the estimate is refused"
+        );
+        let mut model = load(gemma_held + need.total).await.expect("load SmolLM2");
+        let held = model.gpu().memory();
+        assert!(held.total <= need.total, "{held:?} within {need:?}");
+        println!(
+            "SmolLM2 (nCtx 128) beside Gemma 3 270M (nCtx 384): {} + {} bytes held",
+            held.total, gemma_held
+        );
+        let case =
+            greedy_cases(include_str!("fixtures/exact/smollm2/exact_greedy.jsonl")).swap_remove(5);
+        Self { model, case }
+    }
+
+    async fn meets_its_reference(&mut self) {
+        let n = self.case.first_below(MARGIN).min(SMOL_TOKENS);
+        let request = GenerationRequest {
+            prompt: &self.case.prompt_ids,
+            max_tokens: n as u32,
+            strategy: Strategy::Unfused,
+            sampler: SamplingOptions::default().resolve(&[]).unwrap(),
+            chunk_tokens: 16,
+            reuse_prefix: false,
+            constraint: None,
+            logprobs: None,
+        };
+        let out = self
+            .model
+            .gpu()
+            .generate(&request, &mut |_| true)
+            .await
+            .expect("generate");
+        assert_eq!(
+            out.tokens,
+            self.case.greedy_ids[..n],
+            "SmolLM2 beside Gemma"
+        );
+    }
 }
 
 #[test]

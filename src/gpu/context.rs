@@ -273,6 +273,14 @@ impl GpuContext {
         self.buffers.lock().map(|l| l.len()).unwrap_or(0)
     }
 
+    /// Bytes of the buffers this context holds (made and not yet released).
+    pub fn bytes_held(&self) -> u64 {
+        self.buffers
+            .lock()
+            .map(|l| l.iter().map(wgpu::Buffer::size).sum())
+            .unwrap_or(0)
+    }
+
     /// The pipeline compiled from `key` on this device, compiled by `compile` on first use.
     pub async fn cached_pipeline<F, Fut>(
         &self,

@@ -6,7 +6,7 @@ use super::gpu_weights::ModelWeights;
 use crate::error::{FuselmError, Result};
 use crate::gguf::ModelConfig;
 use crate::gpu::GpuContext;
-use crate::kernels::sample::{head_groups, select_lists};
+use crate::kernels::sample::{head_groups, select_lists, HEAD_ROWS_PER_WORKGROUP};
 use crate::kernels::{stack_views, BufferView, DecodeState, KvFormat};
 use crate::sampling::{SamplerParams, MAX_CANDIDATES};
 
@@ -153,6 +153,54 @@ impl Activations {
 }
 
 impl Activations {
+    /// Bytes of the buffers [`Activations::new`] makes besides the KV cache, from the shapes
+    /// alone (the memory estimate before a load; tests hold it to [`Activations::bytes`]).
+    pub fn bytes_for(c: &ModelConfig, n_ctx: u32, max_batch: u32, all_logits: bool) -> u64 {
+        let f32s = |len: u64| (len * 4).max(4).div_ceil(4) * 4;
+        let b = u64::from(max_batch);
+        let embd = u64::from(c.n_embd);
+        let q_dim = u64::from(c.n_head) * u64::from(c.head_dim);
+        let kv_dim = u64::from(c.n_head_kv) * u64::from(c.head_dim);
+        let ff = u64::from(c.n_ff);
+        let vocab = u64::from(c.vocab_size);
+        let state = std::mem::size_of::<DecodeState>() as u64;
+        let tokens = u64::from(n_ctx) * 4;
+        state
+            + tokens
+            + 3 * f32s(b * embd) // x, xn, o
+            + 2 * f32s(b * q_dim) // q, att
+            + (2 + u64::from(c.qk_norm)) * f32s(b * kv_dim) // k, v (k_raw)
+            + 3 * f32s(b * ff) // gate, up, hidden
+            + f32s(embd)
+            + f32s(vocab)
+            + if all_logits { f32s(b * vocab) } else { 0 }
+    }
+
+    /// Bytes of these buffers besides the KV cache.
+    pub fn bytes(&self) -> u64 {
+        [
+            &self.state,
+            &self.tokens,
+            &self.x,
+            &self.xn,
+            &self.q,
+            &self.k,
+            &self.v,
+            &self.att,
+            &self.o,
+            &self.gate,
+            &self.up,
+            &self.hidden,
+            &self.x_last,
+            &self.logits,
+        ]
+        .into_iter()
+        .chain(self.k_raw.as_ref())
+        .chain(self.logits_all.as_ref())
+        .map(wgpu::Buffer::size)
+        .sum()
+    }
+
     /// Destroys every buffer (for a reallocation: whatever was bound to them must bind again).
     pub fn release(self, ctx: &GpuContext) {
         let singles = [
@@ -228,6 +276,16 @@ impl SamplerBuffers {
                 u64::from(select_lists(vocab)) * u64::from(MAX_CANDIDATES) * 8,
             ),
         }
+    }
+
+    /// Bytes of the buffers [`SamplerBuffers::new`] makes for a vocabulary whose output head
+    /// is one buffer (the memory estimate before a load).
+    pub fn bytes_for(vocab: u32) -> u64 {
+        let storage = |bytes: u64| bytes.max(16).div_ceil(16) * 16;
+        storage(std::mem::size_of::<SamplerParams>() as u64)
+            + storage(u64::from(vocab) * 4)
+            + storage(u64::from(vocab.div_ceil(HEAD_ROWS_PER_WORKGROUP)) * 8)
+            + storage(u64::from(select_lists(vocab)) * u64::from(MAX_CANDIDATES) * 8)
     }
 
     /// Bytes of these buffers.

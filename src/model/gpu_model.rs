@@ -8,6 +8,7 @@
 
 use super::generation::{Progress, Run, RunConstraint, Segment, StopReason, TokenGeneration};
 use super::gpu_weights::ModelWeights;
+use super::memory::{estimate_sized, MemoryUse};
 use super::profile::StepProfile;
 use super::shared::{check_fit, LoadScopes, Shared, Sizes};
 use super::strategy::planner::Planner;
@@ -132,23 +133,6 @@ pub struct GenerationRequest<'a> {
     pub logprobs: Option<u32>,
 }
 
-/// GPU memory a loaded model holds, in bytes.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
-pub struct MemoryUse {
-    /// Weight matrices and norms, in their GPU layout.
-    pub weights: u64,
-    /// Keys and values of `nCtx` positions for every layer.
-    pub kv_cache: u64,
-    /// Activations, logits and the sampler's buffers.
-    pub activations: u64,
-    /// The megakernel's weight arena (a second copy of the weights, in one buffer), KV cache
-    /// and scratch; 0 until a generation first uses the megakernel.
-    pub megakernel: u64,
-    pub total: u64,
-}
-
 /// How many weight matrices use one ggml type, and their bytes on the GPU.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -158,6 +142,18 @@ pub struct QuantUse {
     pub ggml_type: String,
     pub matrices: u32,
     pub bytes: u64,
+}
+
+/// What loading `gguf` with `options` on `ctx`'s device will hold right after the load (no
+/// megakernel arena yet), from the header alone; refused with the typed reason where the model
+/// cannot load there at all (`check_fit`). Tests hold it to the loaded model's
+/// [`GpuModel::memory`]: weights, KV cache and activations exactly,
+/// `total` at least the loaded model's and within [`OTHER_ALLOWANCE`](super::OTHER_ALLOWANCE) of it.
+pub fn estimate_memory(ctx: &GpuContext, gguf: &Gguf, options: &LoadOptions) -> Result<MemoryUse> {
+    let config = ModelConfig::from_gguf(gguf)?;
+    let sizes = options.sizes(&config, ctx.identity.is_software)?;
+    check_fit(ctx, &config, gguf, sizes)?;
+    estimate_sized(&config, gguf, sizes)
 }
 
 pub struct GpuModel {
@@ -273,23 +269,18 @@ impl GpuModel {
         let m = &self.shared;
         let a = &m.acts;
         let kv_cache: u64 = a.k_cache.iter().chain(&a.v_cache).map(|b| b.size).sum();
-        let mut activations: u64 = [
-            &a.state, &a.tokens, &a.x, &a.xn, &a.q, &a.k, &a.v, &a.att, &a.o, &a.gate, &a.up,
-            &a.hidden, &a.x_last, &a.logits,
-        ]
-        .into_iter()
-        .map(|b| b.size())
-        .sum();
-        activations += a.logits_all.as_ref().map_or(0, |b| b.size());
-        activations += m.sampler.bytes();
+        let activations = a.bytes() + m.sampler.bytes();
         let weights = m.weights.gpu_bytes();
         let megakernel = self.strategies.bytes();
+        // Every buffer the model's context holds: what the parts above leave is `other`.
+        let total = m.ctx.bytes_held();
         MemoryUse {
             weights,
             kv_cache,
             activations,
             megakernel,
-            total: weights + kv_cache + activations + megakernel,
+            other: total.saturating_sub(weights + kv_cache + activations + megakernel),
+            total,
         }
     }
 

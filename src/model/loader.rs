@@ -7,6 +7,7 @@
 
 use super::gpu_model::{GpuModel, LoadOptions};
 use super::gpu_weights::{is_model_tensor, upload_tensor_parts, ModelWeights, UploadedTensor};
+use super::memory::{estimate_sized, MemoryBudget, MemoryUse};
 use super::session::Fingerprint;
 use super::shared::{check_fit, LoadScopes};
 use super::text_model::TextModel;
@@ -30,6 +31,10 @@ pub struct LoadStatus {
     /// The file's size as its header describes it (end of the last tensor), once known.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub file_bytes: Option<u64>,
+    /// The GPU memory the model will hold once loaded, estimated from the header (see
+    /// `estimateMemory`), once the header is in.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub memory: Option<MemoryUse>,
     /// Tensors the model uses, and how many of them are on the GPU.
     pub tensors_total: u32,
     pub tensors_uploaded: u32,
@@ -54,6 +59,8 @@ pub struct ModelLoader {
     failed: Option<String>,
     /// The weights' identity, fed tensor by tensor as they arrive.
     fingerprint: Fingerprint,
+    /// Checked against the header's estimate before any weight is uploaded.
+    budget: Option<MemoryBudget>,
 }
 
 impl ModelLoader {
@@ -67,7 +74,15 @@ impl ModelLoader {
             status: LoadStatus::default(),
             failed: None,
             fingerprint: Fingerprint::default(),
+            budget: None,
         }
+    }
+
+    /// Refuses the model as soon as its header shows it would pass `budget` (kind
+    /// "limit-exceeded", limit "memoryBudget"), before any weight is uploaded.
+    pub fn with_memory_budget(mut self, budget: Option<MemoryBudget>) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// The source vouches that the file is `len` bytes long (content-length, Blob size): each
@@ -120,6 +135,11 @@ impl ModelLoader {
         let config = ModelConfig::from_gguf(&gguf)?;
         let sizes = self.options.sizes(&config, self.ctx.identity.is_software)?;
         check_fit(&self.ctx, &config, &gguf, sizes)?;
+        let memory = estimate_sized(&config, &gguf, sizes)?;
+        if let Some(budget) = &self.budget {
+            budget.check(&memory, sizes.n_ctx)?;
+        }
+        self.status.memory = Some(memory);
         let (tokenizer, template) = TextModel::text_parts(&gguf)?;
         self.status.header_ready = true;
         self.status.file_bytes = gguf.tensors().iter().map(|t| t.offset + t.size_bytes).max();

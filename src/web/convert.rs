@@ -13,15 +13,21 @@ pub(super) fn to_js_error(err: FuselmError) -> JsValue {
         let _ = js_sys::Reflect::set(&js, &key.into(), &value);
     };
     set("kind", err.kind().as_str().into());
-    if let FuselmError::LimitExceeded {
-        limit,
-        needed,
-        available,
-    } = &err
-    {
-        set("limit", (*limit).into());
-        set("needed", (*needed as f64).into());
-        set("available", (*available as f64).into());
+    let limit = match &err {
+        FuselmError::LimitExceeded {
+            limit,
+            needed,
+            available,
+        } => Some((*limit, *needed, *available)),
+        FuselmError::MemoryBudget {
+            needed, available, ..
+        } => Some(("memoryBudget", *needed, *available)),
+        _ => None,
+    };
+    if let Some((limit, needed, available)) = limit {
+        set("limit", limit.into());
+        set("needed", (needed as f64).into());
+        set("available", (available as f64).into());
     }
     js.into()
 }

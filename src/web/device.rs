@@ -6,11 +6,58 @@
 
 use crate::error::Result;
 use crate::gpu::{ContextOptions, GpuContext};
-use std::cell::RefCell;
+use crate::model::TextModel;
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
 
 thread_local! {
     /// A context holding no buffers, kept for the device and its pipeline cache.
     static DEVICE: RefCell<Option<GpuContext>> = const { RefCell::new(None) };
+    /// The models loaded on the device and not yet disposed, each with the bytes it held when
+    /// last seen idle (a generating model is borrowed; its memory cannot change meanwhile
+    /// except by a megakernel's first build, counted once the generation ends).
+    static MODELS: RefCell<Vec<Loaded>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A model counted in [`in_use`]: gone once every `Rc` of it is dropped.
+struct Loaded {
+    model: Weak<RefCell<TextModel>>,
+    /// Its bytes when last seen idle.
+    held: Cell<u64>,
+}
+
+/// Counts `model` in [`in_use`] until it is dropped (disposed).
+pub(crate) fn register(model: &Rc<RefCell<TextModel>>) {
+    let held = model
+        .try_borrow_mut()
+        .map(|mut m| m.gpu().memory().total)
+        .unwrap_or(0);
+    MODELS.with(|m| {
+        m.borrow_mut().push(Loaded {
+            model: Rc::downgrade(model),
+            held: Cell::new(held),
+        })
+    });
+}
+
+/// GPU bytes held by the page's models (this thread's: a worker has a device of its own).
+pub(crate) fn in_use() -> u64 {
+    MODELS.with(|models| {
+        let mut models = models.borrow_mut();
+        models.retain(|m| m.model.strong_count() > 0);
+        models
+            .iter()
+            .map(|m| {
+                if let Some(now) = m.model.upgrade().and_then(|model| {
+                    let mut model = model.try_borrow_mut().ok()?;
+                    Some(model.gpu().memory().total)
+                }) {
+                    m.held.set(now);
+                }
+                m.held.get()
+            })
+            .sum()
+    })
 }
 
 /// A new context on the page's device (requested on first use, or after the device was lost).

@@ -13,8 +13,9 @@ use crate::chat_template::ChatMessage;
 use crate::constraint::ResponseFormat;
 use crate::error::FuselmError;
 use crate::model::{
-    CalibrateOptions, Calibration, GenerateOptions, GenerateResult, LoadOptions, LoadStatus,
-    MemoryUse, PreparedFormat, Prompt, QuantUse, SessionInfo, Strategy, TextModel,
+    estimate_memory, CalibrateOptions, Calibration, GenerateOptions, GenerateResult, LoadOptions,
+    LoadStatus, MemoryBudget, MemoryUse, PreparedFormat, Prompt, QuantUse, SessionInfo, Strategy,
+    TextModel,
 };
 use crate::tokenizer::Tokenizer;
 use serde::{Deserialize, Serialize};
@@ -181,10 +182,14 @@ pub struct Model {
 impl Model {
     fn new(mut model: TextModel) -> Self {
         let info = ModelInfo::of(&mut model);
+        let tokenizer = model.tokenizer_handle();
+        let calibration_key = model.gpu().calibration_key();
+        let inner = Rc::new(RefCell::new(model));
+        super::device::register(&inner);
         Self {
-            tokenizer: model.tokenizer_handle(),
-            calibration_key: model.gpu().calibration_key(),
-            inner: Rc::new(RefCell::new(model)),
+            tokenizer,
+            calibration_key,
+            inner,
             info: Rc::new(RefCell::new(info)),
         }
     }
@@ -201,14 +206,49 @@ fn busy() -> FuselmError {
 pub async fn load_model(
     bytes: Vec<u8>,
     options: Option<Ts<LoadOptions>>,
+    memory_budget: Option<f64>,
 ) -> Result<Model, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
+    let budget = budget(memory_budget)?;
     let ctx = super::device::context().await.map_err(to_js_error)?;
+    if let Some(budget) = budget {
+        let gguf = crate::gguf::Gguf::parse(&bytes).map_err(|e| to_js_error(e.into()))?;
+        let need = estimate_memory(&ctx, &gguf, &options).map_err(to_js_error)?;
+        let config =
+            crate::gguf::ModelConfig::from_gguf(&gguf).map_err(|e| to_js_error(e.into()))?;
+        let sizes = options
+            .sizes(&config, ctx.identity.is_software)
+            .map_err(to_js_error)?;
+        budget.check(&need, sizes.n_ctx).map_err(to_js_error)?;
+    }
     let model = TextModel::load(ctx, &bytes, &options)
         .await
         .map_err(to_js_error)?;
     drop(bytes);
     Ok(Model::new(model))
+}
+
+/// A `memoryBudget` option (bytes every model on this device may hold together) with what the
+/// models already loaded hold.
+fn budget(memory_budget: Option<f64>) -> Result<Option<MemoryBudget>, JsValue> {
+    let Some(bytes) = memory_budget else {
+        return Ok(None);
+    };
+    if !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(to_js_error(FuselmError::InvalidArgument(format!(
+            "memoryBudget must be a number of bytes (0 or more), got {bytes}"
+        ))));
+    }
+    Ok(Some(MemoryBudget {
+        budget: bytes as u64,
+        in_use: super::device::in_use(),
+    }))
+}
+
+/// GPU bytes held by the models loaded in this page (or worker) and not yet disposed.
+#[wasm_bindgen(js_name = memoryInUse)]
+pub fn memory_in_use() -> f64 {
+    super::device::in_use() as f64
 }
 
 /// A loader for a model that arrives in chunks (see `ModelLoader`); `total_bytes`, when the
@@ -218,10 +258,12 @@ pub async fn load_model(
 pub async fn create_model_loader(
     options: Option<Ts<LoadOptions>>,
     total_bytes: Option<f64>,
+    memory_budget: Option<f64>,
 ) -> Result<ModelLoader, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
+    let budget = budget(memory_budget)?;
     let ctx = super::device::context().await.map_err(to_js_error)?;
-    let mut loader = crate::model::ModelLoader::new(ctx, options);
+    let mut loader = crate::model::ModelLoader::new(ctx, options).with_memory_budget(budget);
     if let Some(len) = total_bytes.filter(|n| n.is_finite() && *n >= 0.0) {
         loader.expect_len(len as u64);
     }
@@ -380,6 +422,11 @@ impl Model {
     /// The model's hyper-parameters, memory and default strategy. Available during a
     /// generation too.
     pub fn info(&self) -> Result<Ts<ModelInfo>, JsValue> {
+        // The memory as of now when the model is idle (a megakernel's arena appears on its
+        // first generation); during a generation, as last seen.
+        if let Ok(mut model) = self.inner.try_borrow_mut() {
+            self.info.borrow_mut().memory = model.gpu().memory();
+        }
         to_js(&*self.info.borrow())
     }
 

@@ -509,6 +509,81 @@ test("a second load compiles no kernels; after the GPU device is lost, generatio
   assertNoProblems(problems);
 });
 
+test("several models share one device within a memoryBudget, estimated from the header; load/dispose cycles keep GPU memory flat", async () => {
+  const { page, problems } = await sdkPage({ init: trackGpuBuffers });
+  const realSize = statSync(`${root}${realModel}`).size;
+  const out = await page.evaluate(async ({ url, real }) => {
+    const f = window.f;
+    const failure = (e) => ({ name: e.name, kind: e.kind, limit: e.limit, needed: e.needed, available: e.available, message: e.message });
+    // The real model's estimate reads its header only: count what the stream gave.
+    let read = 0;
+    const body = (await fetch(real)).body.pipeThrough(new TransformStream({ transform: (c, out) => { read += c.length; out.enqueue(c); } }));
+    const realEstimate = await f.estimateMemory(body, { nCtx: 2048 });
+    const estimate = await f.estimateMemory(url, { nCtx: 64 });
+    const idle = await f.memoryInUse();
+    let parsed;
+    const a = await f.loadModel(url, { nCtx: 64, onProgress: (p) => (p.phase === "parse" ? (parsed = p.memory) : undefined) });
+    const aHeld = a.info.memory;
+    const ids = async (m) => (await m.generate("Hello", { maxTokens: 4, strategy: "unfused" }).result()).tokens;
+    const aIds = await ids(a);
+    // Room for a second copy of the model, not a third.
+    const memoryBudget = aHeld.total + estimate.total;
+    const b = await f.loadModel(url, { nCtx: 64, memoryBudget });
+    const inUse = await f.memoryInUse();
+    const third = await f.loadModel(url, { nCtx: 64, memoryBudget }).then(() => "loaded", failure);
+    const bIds = await ids(b);
+    const aAgain = await ids(a);
+    await a.dispose();
+    const afterDispose = await f.memoryInUse();
+    const c = await f.loadModel(url, { nCtx: 64, memoryBudget });
+    const cIds = await ids(c);
+    await b.dispose();
+    await c.dispose();
+    const baseline = window.__gpuBuffers();
+    const cycles = [];
+    for (let i = 0; i < 5; i++) {
+      const m = await f.loadModel(url, { nCtx: 64 });
+      await m.generate("Hi", { maxTokens: 1 }).result();
+      await m.dispose();
+      const now = window.__gpuBuffers();
+      cycles.push([now.count, now.bytes]);
+    }
+    const bad = await f.loadModel(url, { memoryBudget: -1 }).then(() => "loaded", failure);
+    const badEstimate = await f.estimateMemory(url, { nCtx: 0 }).then(() => "resolved", failure);
+    return { read, realEstimate, estimate, idle, parsed, aHeld, aIds, inUse, third, bIds, aAgain, afterDispose, cIds, baseline: [baseline.count, baseline.bytes], cycles, bad, badEstimate, memoryBudget };
+  }, { url: model, real: `/${realModel}` });
+  const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+  const r = out.realEstimate;
+  console.log(`SmolLM2-135M Q4_1 at nCtx 2048, from ${out.read} of ${realSize} bytes: weights ${mib(r.weights)}, KV ${mib(r.kvCache)}, activations ${mib(r.activations)}, other ${mib(r.other)}, total ${mib(r.total)}`);
+  assert.ok(out.read < 4 << 20, `the estimate read ${out.read} of ${realSize} bytes`);
+  assert.equal(r.fileBytes, realSize);
+  assert.equal(r.kvCache, 2 * 30 * 3 * 64 * 2048 * 4, "SmolLM2's f32 KV cache at nCtx 2048");
+  assert.ok(r.weights > 0.8 * realSize && r.weights < 1.3 * realSize, `weights ${r.weights} for a ${realSize}-byte file`);
+  assert.equal(out.idle, 0, "no model loaded yet");
+  const { fileBytes, inUse, ...parts } = out.estimate;
+  assert.equal(inUse, 0);
+  assert.ok(fileBytes > 0);
+  assert.deepEqual(out.parsed, parts, "loadModel's parse phase reports the same estimate");
+  for (const k of ["weights", "kvCache", "activations"]) assert.equal(out.aHeld[k], parts[k], `${k}: estimated = held`);
+  assert.ok(parts.total >= out.aHeld.total, `the estimate ${parts.total} covers the ${out.aHeld.total} held`);
+  assert.equal(out.inUse, out.aHeld.total * 2, "two models held on the page");
+  assert.equal(out.third.kind, "limit-exceeded", JSON.stringify(out.third));
+  assert.equal(out.third.limit, "memoryBudget");
+  assert.equal(out.third.needed, parts.total);
+  assert.equal(out.third.available, out.memoryBudget - out.inUse);
+  assert.match(out.third.message, /weights .* KV cache .* for nCtx 64.* held by the models already loaded/);
+  assert.deepEqual(out.bIds, out.aIds, "the second model generates as the first");
+  assert.deepEqual(out.aAgain, out.aIds, "the first is unchanged beside it");
+  assert.equal(out.afterDispose, out.aHeld.total, "disposing one frees its share of the budget");
+  assert.deepEqual(out.cIds, out.aIds, "a model loaded in the freed room");
+  for (const [i, now] of out.cycles.entries()) assert.deepEqual(now, out.baseline, `load/dispose cycle ${i}: GPU buffers flat`);
+  assert.equal(out.bad.kind, "invalid-argument");
+  assert.match(out.bad.message, /^memoryBudget must be an integer ≥ 0, got -1$/);
+  assert.equal(out.badEstimate.kind, "invalid-argument");
+  assert.match(out.badEstimate.message, /nCtx/);
+  assertNoProblems(problems);
+});
+
 test("worker mode: same API and ids, streaming and abort across the boundary, main thread free", async () => {
   const { page, problems } = await sdkPage({ init: trackGpuBuffers });
   const out = await page.evaluate(async (url) => {
