@@ -152,6 +152,23 @@ fn generate_reads_regular_files_and_fits_the_context() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("[7 prompt tokens, 1 generated"), "{stderr}");
+    assert!(stderr.contains("[GPU memory "), "{stderr}");
+    // A budget below the estimate refuses the model from its header.
+    let out = fuselm(&[
+        "generate",
+        "--model",
+        model,
+        "--prompt",
+        "hi",
+        "--memory-budget",
+        "50000000",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("memoryBudget exceeded") && stderr.contains("weights 93.8 MiB"),
+        "{stderr}"
+    );
     // With the context shift (the default) it goes on past nCtx: at 8 tokens half of the 7
     // after the first are dropped.
     let (json, stderr) = generate_json(model, "hello_world_this_is", "3", &["--n-ctx", "8"]);

@@ -52,7 +52,7 @@ async fn run_async(args: ConstraintBenchArgs) -> Result<(), Box<dyn Error>> {
     let ctx = GpuContext::new().await?;
     let adapter = ctx.info.name.clone();
     let mut model =
-        crate::model_file::load_streamed(&args.model, ctx, LoadOptions::default()).await?;
+        crate::model_file::load_streamed(&args.model, ctx, LoadOptions::default(), None).await?;
     let vocab = Arc::new(VocabBytes::from_tokenizer(
         model.tokenizer(),
         &model.stop_ids(),

@@ -8,7 +8,9 @@
 use crate::tune_args::TuneArgs;
 use fuselm::constraint::ResponseFormat;
 use fuselm::gpu::GpuContext;
-use fuselm::model::{CalibrateOptions, GenerateOptions, LoadOptions, Prompt, Strategy};
+use fuselm::model::{
+    CalibrateOptions, GenerateOptions, LoadOptions, MemoryBudget, Prompt, Strategy,
+};
 use fuselm::sampling::SamplingOptions;
 use std::error::Error;
 use std::io::Write;
@@ -42,6 +44,10 @@ pub struct GenerateArgs {
     /// KV-cache capacity in tokens (default: min(model context, 2048)).
     #[arg(long)]
     n_ctx: Option<u32>,
+    /// Refuse the model, from its header and before reading its weights, when its estimated GPU
+    /// memory (weights, KV cache at --n-ctx, activations) passes this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    memory_budget: Option<u64>,
     /// Keep the KV cache in f16 (needs the adapter's shader-f16).
     #[arg(long)]
     kv_f16: bool,
@@ -176,7 +182,15 @@ async fn run_async(args: GenerateArgs) -> Result<(), Box<dyn Error>> {
         kv_f16: Some(args.kv_f16),
         strategy: None,
     };
-    let mut model = crate::model_file::load_streamed(&args.model, ctx, load).await?;
+    let budget = args
+        .memory_budget
+        .map(|budget| MemoryBudget { budget, in_use: 0 });
+    let mut model = crate::model_file::load_streamed(&args.model, ctx, load, budget).await?;
+    let memory = model.gpu().memory();
+    eprintln!(
+        "[GPU memory {} bytes: weights {}, KV cache {}, activations {}, other {}]",
+        memory.total, memory.weights, memory.kv_cache, memory.activations, memory.other
+    );
     let load_seconds = load_start.elapsed().as_secs_f64();
     let trained = model.config().context_length;
     if let Some(n) = args.n_ctx.filter(|&n| trained > 0 && n > trained) {

@@ -5,7 +5,7 @@
 
 use fuselm::gguf::Gguf;
 use fuselm::gpu::GpuContext;
-use fuselm::model::{LoadOptions, ModelLoader, TextModel};
+use fuselm::model::{LoadOptions, MemoryBudget, ModelLoader, TextModel};
 use std::error::Error;
 use std::fs::File;
 use std::io::Read;
@@ -46,9 +46,10 @@ pub async fn load_streamed(
     path: &Path,
     ctx: GpuContext,
     options: LoadOptions,
+    budget: Option<MemoryBudget>,
 ) -> Result<TextModel, Box<dyn Error>> {
     let (mut file, len) = open_regular(path)?;
-    let mut loader = ModelLoader::new(ctx, options);
+    let mut loader = ModelLoader::new(ctx, options).with_memory_budget(budget);
     loader.expect_len(len);
     let mut chunk = vec![0u8; READ_CHUNK];
     loop {

@@ -61,7 +61,7 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
         kv_f16: Some(args.kv_f16),
         strategy: None,
     };
-    let mut model = crate::model_file::load_streamed(&args.model, ctx, load).await?;
+    let mut model = crate::model_file::load_streamed(&args.model, ctx, load, None).await?;
     let rows = prefill_bench(
         model.gpu(),
         &args.lengths,

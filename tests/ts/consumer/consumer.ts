@@ -8,6 +8,10 @@ import {
   probe,
   bench,
   loadModel,
+  estimateMemory,
+  memoryInUse,
+  type MemoryEstimate,
+  type EstimateMemoryOptions,
   deleteCachedModel,
   storeSession,
   readSession,
@@ -240,6 +244,22 @@ export async function load(file: File, bytes: Uint8Array<ArrayBuffer>, stream: R
   // @ts-expect-error not a cache mode
   await loadModel("/m.gguf", { cache: "indexeddb" });
 
+  // Several models on one device within a budget, checked from the header before downloading.
+  const estimateOptions: EstimateMemoryOptions = { nCtx: 4096, kvF16: false, signal: controller.signal };
+  const need: MemoryEstimate = await estimateMemory("/models/helper.gguf", estimateOptions);
+  const parts: number = need.weights + need.kvCache + need.activations + need.other;
+  const fileBytes: number | undefined = need.fileBytes;
+  const budget = 2 ** 30;
+  if (need.total <= budget - need.inUse && parts <= need.total) {
+    const helper = await loadModel("/models/helper.gguf", { nCtx: 4096, memoryBudget: budget });
+    const held: number = await memoryInUse();
+    console.log(fileBytes, held);
+    await helper.dispose();
+  }
+  // @ts-expect-error memoryBudget is a number of bytes
+  await loadModel("/models/helper.gguf", { memoryBudget: "1 GB" });
+  // @ts-expect-error estimateMemory takes sizes, not load options like a cache
+  await estimateMemory("/models/helper.gguf", { cache: "opfs" });
   for (const source of sources.slice(1)) await (await loadModel(source)).dispose();
   // Worker mode: the same Model API, run in fuselm's module worker (or a copy of it elsewhere).
   const inWorker: Model = await loadModel(bytes, { ...sizes, worker: true, onProgress });
@@ -262,7 +282,7 @@ export async function load(file: File, bytes: Uint8Array<ArrayBuffer>, stream: R
 export function describe(model: Model): string {
   const info: ModelInfo = model.info;
   const memory: MemoryUse = info.memory;
-  const megakernelBytes: number = memory.megakernel;
+  const megakernelBytes: number = memory.megakernel + memory.other;
   const strategies: Strategy[] = ["fused", "unfused", "megakernel"];
   console.log(megakernelBytes, strategies);
   const quants: QuantUse[] = info.quantTypes;
