@@ -9,11 +9,14 @@
 // memory holds x, and the only memory round trips are the weight loads (issued first) and
 // the state flag, which overlap.
 //
-// One workgroup of 256 computes QPASS passes of ROWS = 256 / LANES output rows, LANES lanes per
-// row (LANES and QPASS are prepended: `kernels::fused_layer::lanes_for` (at most 128 so pairs
-// share a workgroup) and `qkv_passes`), so the (n_q + 2 n_kv) rows spread over
-// (n_q + 2 n_kv) / (ROWS * QPASS) workgroups; on wide models several passes spread the loads of
-// x and norm_w, which every workgroup makes, over more weight rows. RoPE rotates pairs of rows,
+// One workgroup of 256 computes QPASS passes of PASS_ROWS = ROWS * RPL output rows: ROWS =
+// 256 / LANES row slots of LANES lanes, each lane taking RPL rows of the pass (LANES, QPASS and
+// RPL are prepended: `kernels::fused_layer::lanes_for` (at most 128 so pairs share a
+// workgroup), `qkv_passes` and `qkv_rows_per_lane`), so the (n_q + 2 n_kv) rows spread over
+// (n_q + 2 n_kv) / (PASS_ROWS * QPASS) workgroups; on wide models several passes spread the
+// loads of x and norm_w, which every workgroup makes, over more weight rows, and several rows
+// per lane let each lane's x serve them all, with every row's weight loads issued at once and
+// one reduction for them (fused_ffn_down's layout). RoPE rotates pairs of rows,
 // so rows are assigned through a permutation that puts both members of a pair in adjacent
 // slots of one workgroup (slots 2i, 2i + 1 of a head hold dims (2i, 2i + 1) in llama's
 // pairing and (i, i + n_rot/2) in NeoX's); dims past n_rot are not rotated. K and V are
@@ -54,14 +57,15 @@ var<private> p: Params; // this layer's
 @group(0) @binding(7) var<storage, read_write> qkv: array<f32>;    // [n_q + 2 n_kv]
 
 const WG: u32 = 256u;
-const ROWS: u32 = WG / LANES; // rows per workgroup (LANES: kernels::fused_layer::lanes_for)
+const ROWS: u32 = WG / LANES; // row slots per workgroup (LANES: kernels::fused_layer::lanes_for)
+const PASS_ROWS: u32 = ROWS * RPL; // rows of one pass (RPL: kernels::fused_layer::qkv_rows_per_lane)
 const UNITS: u32 = N_EMBD / 8u;
 const PER_LANE: u32 = (UNITS + LANES - 1u) / LANES;
 const N_Q: u32 = N_HEAD * HEAD_DIM;
 const N_KV: u32 = N_HEAD_KV * HEAD_DIM;
 const V4: u32 = N_EMBD / 4u;
 
-var<workgroup> out_sh: array<f32, ROWS>;
+var<workgroup> out_sh: array<f32, PASS_ROWS>;
 var<workgroup> flag_sh: u32;
 
 fn qkv_fetch(region: u32, row: u32, u: u32) -> vec4<u32> {
@@ -83,9 +87,11 @@ fn qkv_decode(region: u32, raw: vec4<u32>, row: u32, u: u32) -> W8 {
 }
 
 // Where slot `slot0 + r` of a pass starting at `slot0` reads its weight row: the region (0: Q,
-// 1: K, 2: V; a pass's ROWS slots lie in one region: regions are multiples of ROWS rows, as
-// ROWS <= 8 and head_dim % 8 == 0), the region's first row in qkv, the row, and the slot's
-// place `s` in its head. RoPE pairs sit in adjacent slots. Slots past the end read the last row.
+// 1: K, 2: V; a pass's PASS_ROWS slots lie in one region, so the region is uniform: regions
+// are multiples of PASS_ROWS rows, as PASS_ROWS <= 8 and head_dim % 8 == 0), the region's first
+// row in qkv, the row, and the slot's place `s` in its head. RoPE pairs sit in adjacent slots
+// (pass slot k = i * ROWS + r is lane row i of slot r; ROWS is even). Slots past the end read
+// the last row.
 struct SlotRow {
     region: u32,
     base: u32,
@@ -130,11 +136,11 @@ fn main(
     // pass's weights before its own arithmetic.
     let lane = lid % LANES;
     let r = lid / LANES;
-    var sr = slot_row(wg.x * QPASS * ROWS, r);
+    var slot0 = wg.x * QPASS * PASS_ROWS;
 
     // Every load of this invocation first (weights, x, norm_w), then the state flag: their
     // latencies overlap. Fixed-size arrays indexed by unrolled loops stay in registers.
-    var raw: array<vec4<u32>, PER_LANE>;
+    var raw: array<vec4<u32>, PER_LANE * RPL>;
     var xa: array<W8, PER_LANE>;
     var na: array<W8, PER_LANE>;
     let n4 = p.norm_off / 4u;
@@ -143,7 +149,10 @@ fn main(
     var fa: array<W8, PER_LANE>;
     for (var j = 0u; j < PER_LANE; j++) {
         let u = min(lane + j * LANES, UNITS - 1u);
-        raw[j] = qkv_fetch(sr.region, sr.row, u);
+        for (var i = 0u; i < RPL; i++) {
+            let sr = slot_row(slot0, i * ROWS + r);
+            raw[j * RPL + i] = qkv_fetch(sr.region, sr.row, u);
+        }
         xa[j] = W8(x[2u * u], x[2u * u + 1u]);
         na[j] = W8(vecs[n4 + 2u * u], vecs[n4 + 2u * u + 1u]);
         if delta {
@@ -183,60 +192,80 @@ fn main(
         }
     }
     var scale = 0.0;
+    if RPL == 4u {
+        // No free component for sum(x^2) beside the rows' dot products: its own reduction.
+        scale = inverseSqrt(row_sum(lid, xx) / f32(N_EMBD) + p.eps);
+    }
     for (var qp = 0u; qp < QPASS; qp++) {
-        let slot0 = (wg.x * QPASS + qp) * ROWS;
-        let cur = sr;
-        var nxt: array<vec4<u32>, PER_LANE>;
+        let cur0 = slot0;
+        var nxt: array<vec4<u32>, PER_LANE * RPL>;
         if qp + 1u < QPASS {
-            sr = slot_row(slot0 + ROWS, r);
+            slot0 += PASS_ROWS;
             for (var j = 0u; j < PER_LANE; j++) {
-                nxt[j] = qkv_fetch(sr.region, sr.row, min(lane + j * LANES, UNITS - 1u));
+                let u = min(lane + j * LANES, UNITS - 1u);
+                for (var i = 0u; i < RPL; i++) {
+                    let sr = slot_row(slot0, i * ROWS + r);
+                    nxt[j * RPL + i] = qkv_fetch(sr.region, sr.row, u);
+                }
             }
         }
-        var dot = 0.0; // W . (x * norm_w) over this lane's units
+        var acc = vec4<f32>(); // W . (x * norm_w) of each of the lane's rows over its units
         for (var j = 0u; j < PER_LANE; j++) {
             let u = lane + j * LANES;
             if u < UNITS {
-                dot += dot8(qkv_decode(cur.region, raw[j], cur.row, u), xw[j]);
+                for (var i = 0u; i < RPL; i++) {
+                    let sr = slot_row(cur0, i * ROWS + r);
+                    acc[i] += dot8(qkv_decode(sr.region, raw[j * RPL + i], sr.row, u), xw[j]);
+                }
             }
         }
         // The first pass reduces sum(x^2) with its dot products (one reduction, as with one
-        // pass); later ones reuse the scale.
-        var v: f32;
-        if qp == 0u {
-            let t = row_sum2(lid, vec2<f32>(dot, xx));
-            scale = inverseSqrt(t.y / f32(N_EMBD) + p.eps);
-            v = t.x * scale;
+        // pass) where a component is free; later ones reuse the scale.
+        var t: vec4<f32>;
+        if qp == 0u && RPL < 4u {
+            acc[min(RPL, 3u)] = xx;
+            t = row_sum4(lid, acc);
+            scale = inverseSqrt(t[min(RPL, 3u)] / f32(N_EMBD) + p.eps);
         } else {
-            v = row_sum(lid, dot) * scale;
+            t = row_sum4(lid, acc);
         }
-        if QKV_BIAS {
-            let b = p.bias_off + cur.base + cur.row;
-            v += vecs[b / 4u][b % 4u];
-        }
-        if lane == 0u {
-            out_sh[r] = v;
+        for (var i = 0u; i < RPL; i++) {
+            let k = i * ROWS + r;
+            let cur = slot_row(cur0, k);
+            var v = t[i] * scale;
+            if QKV_BIAS {
+                let b = p.bias_off + cur.base + cur.row;
+                v += vecs[b / 4u][b % 4u];
+            }
+            if lane == 0u {
+                out_sh[k] = v;
+            }
         }
         workgroupBarrier();
-        if lane == 0u && slot0 + r < N_Q + 2u * N_KV {
-            if cur.region == 2u || cur.s >= N_ROT || QK_NORM {
-                qkv[cur.base + cur.row] = v;
-            } else {
-                // Rotate the pair (slots s and s ^ 1): x0 is the even slot's value, x1 the
-                // odd one's.
-                let pair = cur.s / 2u;
-                var factor = 1.0;
-                if p.rope_off != NONE {
-                    let fi = p.rope_off + pair;
-                    factor = vecs[fi / 4u][fi % 4u];
+        for (var i = 0u; i < RPL; i++) {
+            let k = i * ROWS + r;
+            let cur = slot_row(cur0, k);
+            let v = out_sh[k];
+            if lane == 0u && cur0 + k < N_Q + 2u * N_KV {
+                if cur.region == 2u || cur.s >= N_ROT || QK_NORM {
+                    qkv[cur.base + cur.row] = v;
+                } else {
+                    // Rotate the pair (slots s and s ^ 1, pass slots k and k ^ 1 as ROWS is
+                    // even): x0 is the even slot's value, x1 the odd one's.
+                    let pair = cur.s / 2u;
+                    var factor = 1.0;
+                    if p.rope_off != NONE {
+                        let fi = p.rope_off + pair;
+                        factor = vecs[fi / 4u][fi % 4u];
+                    }
+                    let theta = rope_theta(state.pos, pair, p.theta_scale);
+                    let sc = rope_sincos(theta, factor, p.freq_scale, p.mscale);
+                    let even = (cur.s % 2u) == 0u;
+                    let other = out_sh[k ^ 1u];
+                    let x0 = select(other, v, even);
+                    let x1 = select(v, other, even);
+                    qkv[cur.base + cur.row] = select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, even);
                 }
-                let theta = rope_theta(state.pos, pair, p.theta_scale);
-                let sc = rope_sincos(theta, factor, p.freq_scale, p.mscale);
-                let even = (cur.s % 2u) == 0u;
-                let other = out_sh[r ^ 1u];
-                let x0 = select(other, v, even);
-                let x1 = select(v, other, even);
-                qkv[cur.base + cur.row] = select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, even);
             }
         }
         if qp + 1u < QPASS {

@@ -215,6 +215,16 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
             context.tuning.qkv_passes = Some(3);
             context.tuning.up_lanes = Some(64);
             context.tuning.precombine = Some(1);
+            // Two rows per lane in each of those passes (4 slots of 64 lanes).
+            context.tuning.lanes = Some(64);
+            context.tuning.qkv_rows_per_lane = Some(2);
+        }
+        // fused_qkv with several rows per lane through the architecture switches: Q/K/V biases
+        // and NeoX pairs (qwen2, 4 rows per lane: 8 a pass), Q/K norms with the post-norm
+        // delta (gemma3, 2 rows per lane).
+        if index == 5 || index == 7 {
+            context.tuning.lanes = Some(128);
+            context.tuning.qkv_rows_per_lane = Some(if index == 5 { 4 } else { 2 });
         }
         let ctx = GpuContext::with_options(context).await.expect("gpu");
         // max_batch 8 < prompt length: prefill runs in several batches.

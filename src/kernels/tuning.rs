@@ -20,6 +20,9 @@ pub struct KernelTuning {
     /// Row passes per `fused_qkv` workgroup (`qkv_passes`; 1–16). Default: enough that at
     /// least 512 workgroups remain, at most 8.
     pub qkv_passes: Option<u32>,
+    /// Rows per lane in each `fused_qkv` pass (`qkv_rows_per_lane`; 1, 2 or 4, with at most
+    /// 8 rows a pass). Default: 1.
+    pub qkv_rows_per_lane: Option<u32>,
     /// Lanes per row of `fused_ffn_up` alone (a power of two, 32–256; `lanes` sets every
     /// fused matrix-vector kernel's). Default: `lanes_for`'s rule.
     pub up_lanes: Option<u32>,
@@ -84,7 +87,7 @@ struct Parameter {
     field: fn(&mut KernelTuning) -> &mut Option<u32>,
 }
 
-const PARAMETERS: [Parameter; 18] = [
+const PARAMETERS: [Parameter; 19] = [
     Parameter {
         name: "o-split",
         var: "FUSELM_O_SPLIT",
@@ -114,6 +117,12 @@ const PARAMETERS: [Parameter; 18] = [
         var: "FUSELM_QKV_PASSES",
         ok: |v| (1..=16).contains(&v),
         field: |t| &mut t.qkv_passes,
+    },
+    Parameter {
+        name: "qkv-rpl",
+        var: "FUSELM_QKV_RPL",
+        ok: |v| [1, 2, 4].contains(&v),
+        field: |t| &mut t.qkv_rows_per_lane,
     },
     Parameter {
         name: "up-lanes",

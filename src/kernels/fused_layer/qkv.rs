@@ -49,9 +49,19 @@ pub fn qkv_passes(s: &FusedShape, lanes: u32) -> u32 {
     if let Some(p) = s.tuning.qkv_passes {
         return p;
     }
-    let rows_per_pass = WORKGROUP / lanes;
+    let rows_per_pass = WORKGROUP / lanes * qkv_rows_per_lane(s, lanes);
     let rows = s.n_q() + 2 * s.n_kv();
     (rows / (rows_per_pass * 512)).clamp(1, 8)
+}
+
+/// Rows each lane takes in a `fused_qkv` pass (`RPL`): its x and norm values serve them all,
+/// their weight loads issue together and one reduction sums them. A pass's rows must lie in one
+/// of Q, K and V (at most 8, so a head's rows are whole passes) with RoPE pairs adjacent (at
+/// least 2 slots). `KernelTuning::qkv_rows_per_lane` sets it; default 1.
+pub fn qkv_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
+    let slots = WORKGROUP / lanes;
+    let most = (8 / slots).max(1);
+    s.tuning.qkv_rows_per_lane.unwrap_or(1).min(most)
 }
 
 impl FusedQkv {
@@ -68,14 +78,19 @@ impl FusedQkv {
         let lanes = lanes_for(s.n_embd / 8, WORKGROUP / 2, s.tuning.lanes);
         let rows = s.n_q() + 2 * s.n_kv();
         let passes = qkv_passes(s, lanes);
+        let rpl = qkv_rows_per_lane(s, lanes);
         let x_base = layer_grid(
             ctx,
             "maxComputeWorkgroupsPerDimension (fused_qkv: row groups + layers)",
-            rows.div_ceil(WORKGROUP / lanes * passes),
+            rows.div_ceil(WORKGROUP / lanes * rpl * passes),
             ix.n_layer,
         )?;
         let source = compose(&[
-            &s.wgsl_prelude(ctx, &format!("const QPASS: u32 = {passes}u;\n"), lanes),
+            &s.wgsl_prelude(
+                ctx,
+                &format!("const QPASS: u32 = {passes}u;\nconst RPL: u32 = {rpl}u;\n"),
+                lanes,
+            ),
             shaders::COMMON,
             shaders::ROPE_MATH,
             &layer_prelude(ix, x_base, &[("wq", q), ("wk", k), ("wv", v)], true),
