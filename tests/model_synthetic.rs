@@ -202,8 +202,8 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
         let vocab = cpu.config.vocab_size as usize;
         // The K-quant model with 32 heads runs fused_qkv with 3 row passes per workgroup and
         // fused_ffn_up with 64 lanes per row and its combine as a dispatch of its own (the
-        // launch parameters of wide models; the phi3 model gets 8 qkv passes and the split
-        // combine by the default rules).
+        // launch parameters of wide models; the phi3 model gets 2 qkv rows per lane in one
+        // pass and the split combine by the default rules).
         let mut context = ContextOptions::default();
         // The default llama with the GPU's attention launch (Wo split into blocks to fill 64
         // workgroups; software adapters, which CI runs on, keep one block per head).

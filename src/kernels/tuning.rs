@@ -17,11 +17,11 @@ pub struct KernelTuning {
     /// 32–256, capped at each kernel's workgroup: qkv 128). Default: the fewest from 32 that
     /// leave each lane at most two 8-value units.
     pub lanes: Option<u32>,
-    /// Row passes per `fused_qkv` workgroup (`qkv_passes`; 1–16). Default: enough that at
-    /// least 512 workgroups remain, at most 8.
+    /// Row passes per `fused_qkv` workgroup (`qkv_passes`; 1–16). Default: 1 with several
+    /// rows per lane, else enough that at least 512 workgroups remain, at most 8.
     pub qkv_passes: Option<u32>,
     /// Rows per lane in each `fused_qkv` pass (`qkv_rows_per_lane`; 1, 2 or 4, with at most
-    /// 8 rows a pass). Default: 1.
+    /// 8 rows a pass). Default: 2 where rows take 128 lanes, else 1.
     pub qkv_rows_per_lane: Option<u32>,
     /// Lanes per row of `fused_ffn_up` alone (a power of two, 32–256; `lanes` sets every
     /// fused matrix-vector kernel's). Default: `lanes_for`'s rule.

@@ -54,7 +54,7 @@ fn main() -> std::process::ExitCode {
         /// Tokenize TEXT with a model's vocabulary (or --decode IDS), as llama.cpp does.
         Tokenize(model_cmds::TokenizeArgs),
         /// Generate text on the GPU, streaming it to stdout (or --json).
-        Generate(generate_cmd::GenerateArgs),
+        Generate(Box<generate_cmd::GenerateArgs>),
         /// Benchmark every strategy side by side (decode/prefill tok/s, TTFT, dispatches,
         /// speed-up vs unfused; --toy grid, --profile per kernel role) and print JSON.
         Bench(bench_cmd::BenchArgs),
@@ -75,7 +75,7 @@ fn main() -> std::process::ExitCode {
         Command::Probe(args) => probe_cmd::run(args),
         Command::Inspect(args) => model_cmds::inspect(args),
         Command::Tokenize(args) => model_cmds::tokenize(args),
-        Command::Generate(args) => generate_cmd::run(args),
+        Command::Generate(args) => generate_cmd::run(*args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::ConstraintBench(args) => constraint_bench_cmd::run(args),
         Command::PrefillBench(args) => prefill_bench_cmd::run(args),

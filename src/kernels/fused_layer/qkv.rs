@@ -43,13 +43,18 @@ pub struct FusedQkv {
 /// rows on a 3072-wide model (Phi-3-mini) those loads are 6 times the weight bytes it streams.
 /// Passes divide that over more rows, while enough workgroups remain to fill the GPU: the most
 /// (up to 8) that leave at least 512 workgroups; 1 on small models, where the kernel is bound by
-/// each workgroup's chain of dependent steps rather than by bytes.
+/// each workgroup's chain of dependent steps rather than by bytes, and 1 with several rows per
+/// lane (`qkv_rows_per_lane`), which divide those loads instead.
 /// `KernelTuning::qkv_passes` overrides it for measurements.
 pub fn qkv_passes(s: &FusedShape, lanes: u32) -> u32 {
     if let Some(p) = s.tuning.qkv_passes {
         return p;
     }
-    let rows_per_pass = WORKGROUP / lanes * qkv_rows_per_lane(s, lanes);
+    let rpl = qkv_rows_per_lane(s, lanes);
+    if rpl > 1 {
+        return 1;
+    }
+    let rows_per_pass = WORKGROUP / lanes;
     let rows = s.n_q() + 2 * s.n_kv();
     (rows / (rows_per_pass * 512)).clamp(1, 8)
 }
@@ -57,11 +62,17 @@ pub fn qkv_passes(s: &FusedShape, lanes: u32) -> u32 {
 /// Rows each lane takes in a `fused_qkv` pass (`RPL`): its x and norm values serve them all,
 /// their weight loads issue together and one reduction sums them. A pass's rows must lie in one
 /// of Q, K and V (at most 8, so a head's rows are whole passes) with RoPE pairs adjacent (at
-/// least 2 slots). `KernelTuning::qkv_rows_per_lane` sets it; default 1.
+/// least 2 slots). Default: 2 where rows take 128 lanes (n_embd over 1,024), in one pass; on an
+/// H200 that made decode 3.5% faster at Phi-3-mini's shape (314 → 325 tok/s), 1.6% at
+/// Llama-3.2-3B's, 1.4% at Qwen2.5-1.5B's, the same at Llama-3.2-1B's, while at SmolLM2's (64
+/// lanes) it cost 3%; 4 rows or 2 with 2 passes were slower everywhere
+/// (bench/results/qkv-rows-per-lane-h200-2026-11-29). `KernelTuning::qkv_rows_per_lane`
+/// overrides it.
 pub fn qkv_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
     let slots = WORKGROUP / lanes;
     let most = (8 / slots).max(1);
-    s.tuning.qkv_rows_per_lane.unwrap_or(1).min(most)
+    let default = if lanes >= 128 { 2 } else { 1 };
+    s.tuning.qkv_rows_per_lane.unwrap_or(default).min(most)
 }
 
 impl FusedQkv {
