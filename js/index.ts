@@ -6,7 +6,8 @@ import * as wasm from "./wasm/fuselm.js";
 import type { AdapterReport, GenerationBenchOptions, GenerationBenchReport, ProbeOptions } from "./wasm/fuselm.js";
 import { init } from "./init.js";
 import { FuselmError, toFuselmError } from "./errors.js";
-import { readAll, type ModelSource } from "./load.js";
+import { estimateRaw, readAll, type EstimateMemoryOptions, type MemoryEstimate, type ModelSource } from "./load.js";
+import { checkOptions, ESTIMATE_RULES } from "./options.js";
 
 export { init } from "./init.js";
 export { FuselmError, type ErrorKind } from "./errors.js";
@@ -97,16 +98,48 @@ export type {
   SimBenchRow,
 } from "./wasm/fuselm.js";
 
+/** `probe`'s options: the adapter report's, and optionally a model whose GPU memory to estimate. */
+export interface ProbeCallOptions extends ProbeOptions {
+  /** Also estimate what loading this model will hold on the GPU (`estimateMemory`): only its
+   * GGUF header is read, so a page can tell before the download whether it fits. */
+  model?: ModelSource;
+  /** The sizes of that load, as `loadModel`'s. */
+  nCtx?: number;
+  maxBatch?: number;
+  kvF16?: boolean;
+}
+
+/** `probe`'s report: the adapter's, with the model's estimate when `model` was given. */
+export interface ProbeReport extends AdapterReport {
+  /** What loading `options.model` will hold on the GPU, and what this page's models hold now. */
+  memory?: MemoryEstimate;
+}
+
 /**
  * Reports what the user's GPU adapter can do: identity, features, limits next to the WebGPU
  * defaults, what model sizes fit, and with `{ bench: true }` measured dispatch, round-trip and
- * bandwidth costs. Rejects with a `FuselmError` (`kind` "webgpu-unavailable" or "no-adapter")
- * when there is no WebGPU.
+ * bandwidth costs; with `{ model, nCtx }` also the GPU memory that model will need (`memory`,
+ * from its header alone; compare it with your budget before calling `loadModel`). Rejects with a
+ * `FuselmError` (`kind` "webgpu-unavailable" or "no-adapter") when there is no WebGPU, and as
+ * `estimateMemory` does for a model that cannot load here.
+ *
+ * @example
+ * const report = await probe({ model: url, nCtx: 4096 });
+ * if (report.memory!.total > budget - report.memory!.inUse) showTooLarge(report.memory!);
  */
-export async function probe(options?: ProbeOptions): Promise<AdapterReport> {
+export async function probe(options?: ProbeCallOptions): Promise<ProbeReport> {
   try {
+    const { model, nCtx, maxBatch, kvF16, ...adapter } = options ?? {};
+    const sizes: EstimateMemoryOptions = {
+      ...(nCtx === undefined ? {} : { nCtx }),
+      ...(maxBatch === undefined ? {} : { maxBatch }),
+      ...(kvF16 === undefined ? {} : { kvF16 }),
+    };
+    if (model !== undefined) checkOptions(sizes, ESTIMATE_RULES);
     await init();
-    return await wasm.probe(options);
+    const report: ProbeReport = await wasm.probe(options === undefined ? undefined : adapter);
+    if (model !== undefined) report.memory = await estimateRaw(model, sizes);
+    return report;
   } catch (e) {
     throw toFuselmError(e);
   }

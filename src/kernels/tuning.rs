@@ -259,7 +259,10 @@ mod tests {
         assert!(t.set("lanes", 48).is_err(), "not a power of two");
         assert_eq!(t.lanes, Some(64), "a refused value changes nothing");
         assert!(t.set("down-rpl", 3).is_err());
+        assert!(t.set("qkv-rpl", 8).is_err());
+        t.set("qkv-rpl", 4).expect("in range");
+        assert_eq!(t.qkv_rows_per_lane, Some(4));
         assert!(t.set("no-such", 1).is_err());
-        assert_eq!(KernelTuning::names().count(), 18);
+        assert_eq!(KernelTuning::names().count(), 19);
     }
 }

@@ -59,8 +59,9 @@ pub struct ModelLoader {
     failed: Option<String>,
     /// The weights' identity, fed tensor by tensor as they arrive.
     fingerprint: Fingerprint,
-    /// Checked against the header's estimate before any weight is uploaded.
-    budget: Option<MemoryBudget>,
+    /// The budget as of when the header arrives, checked against its estimate before any
+    /// weight is uploaded.
+    budget: Option<Box<dyn Fn() -> MemoryBudget>>,
 }
 
 impl ModelLoader {
@@ -81,7 +82,14 @@ impl ModelLoader {
     /// Refuses the model as soon as its header shows it would pass `budget` (kind
     /// "limit-exceeded", limit "memoryBudget"), before any weight is uploaded.
     pub fn with_memory_budget(mut self, budget: Option<MemoryBudget>) -> Self {
-        self.budget = budget;
+        self.budget = budget.map(|b| Box::new(move || b) as Box<dyn Fn() -> MemoryBudget>);
+        self
+    }
+
+    /// [`ModelLoader::with_memory_budget`] with the budget taken when the header arrives (what
+    /// other models hold then, loads that started meanwhile included).
+    pub fn with_memory_budget_at(mut self, budget: impl Fn() -> MemoryBudget + 'static) -> Self {
+        self.budget = Some(Box::new(budget));
         self
     }
 
@@ -137,7 +145,7 @@ impl ModelLoader {
         check_fit(&self.ctx, &config, &gguf, sizes)?;
         let memory = estimate_sized(&config, &gguf, sizes)?;
         if let Some(budget) = &self.budget {
-            budget.check(&memory, sizes.n_ctx)?;
+            budget().check(&memory, sizes.n_ctx)?;
         }
         self.status.memory = Some(memory);
         let (tokenizer, template) = TextModel::text_parts(&gguf)?;

@@ -17,6 +17,25 @@ thread_local! {
     /// last seen idle (a generating model is borrowed; its memory cannot change meanwhile
     /// except by a megakernel's first build, counted once the generation ends).
     static MODELS: RefCell<Vec<Loaded>> = const { RefCell::new(Vec::new()) };
+    /// Estimates of the loads past their header and not yet finished (see [`Reservation`]).
+    static RESERVED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A load's estimate counted in [`in_use`] from its header until it finishes or fails, so that
+/// loads running at once are held to one budget.
+pub(crate) struct Reservation(u64);
+
+impl Reservation {
+    pub(crate) fn new(bytes: u64) -> Self {
+        RESERVED.with(|r| r.set(r.get() + bytes));
+        Self(bytes)
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        RESERVED.with(|r| r.set(r.get().saturating_sub(self.0)));
+    }
 }
 
 /// A model counted in [`in_use`]: gone once every `Rc` of it is dropped.
@@ -40,8 +59,14 @@ pub(crate) fn register(model: &Rc<RefCell<TextModel>>) {
     });
 }
 
-/// GPU bytes held by the page's models (this thread's: a worker has a device of its own).
+/// GPU bytes held by the page's models, with the estimates of the loads under way (this
+/// thread's: a worker has a device of its own).
 pub(crate) fn in_use() -> u64 {
+    RESERVED.with(Cell::get) + held()
+}
+
+/// GPU bytes held by the page's loaded models.
+fn held() -> u64 {
     MODELS.with(|models| {
         let mut models = models.borrow_mut();
         models.retain(|m| m.model.strong_count() > 0);

@@ -245,7 +245,17 @@ fn budget(memory_budget: Option<f64>) -> Result<Option<MemoryBudget>, JsValue> {
     }))
 }
 
-/// GPU bytes held by the models loaded in this page (or worker) and not yet disposed.
+/// [`budget`] as of when a streamed load's header arrives: loads started meanwhile count.
+fn budget_at(budget: Option<MemoryBudget>) -> impl Fn() -> MemoryBudget {
+    let bytes = budget.map_or(u64::MAX, |b| b.budget);
+    move || MemoryBudget {
+        budget: bytes,
+        in_use: super::device::in_use(),
+    }
+}
+
+/// GPU bytes held by the models loaded in this page (or worker) and not yet disposed, with the
+/// estimates of the loads under way (from their header on).
 #[wasm_bindgen(js_name = memoryInUse)]
 pub fn memory_in_use() -> f64 {
     super::device::in_use() as f64
@@ -263,12 +273,16 @@ pub async fn create_model_loader(
     let options = from_js(options)?.unwrap_or_default();
     let budget = budget(memory_budget)?;
     let ctx = super::device::context().await.map_err(to_js_error)?;
-    let mut loader = crate::model::ModelLoader::new(ctx, options).with_memory_budget(budget);
+    let mut loader = crate::model::ModelLoader::new(ctx, options);
+    if budget.is_some() {
+        loader = loader.with_memory_budget_at(budget_at(budget));
+    }
     if let Some(len) = total_bytes.filter(|n| n.is_finite() && *n >= 0.0) {
         loader.expect_len(len as u64);
     }
     Ok(ModelLoader {
         inner: Rc::new(RefCell::new(Some(loader))),
+        reservation: Rc::new(RefCell::new(None)),
     })
 }
 
@@ -276,6 +290,8 @@ pub async fn create_model_loader(
 #[wasm_bindgen(skip_typescript)]
 pub struct ModelLoader {
     inner: Rc<RefCell<Option<crate::model::ModelLoader>>>,
+    /// The header's estimate, counted in `memoryInUse` until the load ends.
+    reservation: Rc<RefCell<Option<super::device::Reservation>>>,
 }
 
 fn finished() -> JsValue {
@@ -293,9 +309,17 @@ impl ModelLoader {
         let loader = slot.as_mut().ok_or_else(finished)?;
         if let Err(e) = loader.push(chunk) {
             *slot = None;
+            self.reservation.borrow_mut().take();
             return Err(to_js_error(e));
         }
-        to_js(loader.status())
+        let status = loader.status();
+        if let (Some(memory), Ok(mut reserved)) = (&status.memory, self.reservation.try_borrow_mut())
+        {
+            if reserved.is_none() {
+                *reserved = Some(super::device::Reservation::new(memory.total));
+            }
+        }
+        to_js(status)
     }
 
     pub fn status(&self) -> Result<Ts<LoadStatus>, JsValue> {
@@ -306,10 +330,14 @@ impl ModelLoader {
     /// Ends the stream and builds the model (kernels compiled, buffers bound).
     pub fn finish(&self) -> js_sys::Promise {
         let loader = self.inner.try_borrow_mut().ok().and_then(|mut s| s.take());
+        let reservation = self.reservation.try_borrow_mut().ok().and_then(|mut r| r.take());
         wasm_bindgen_futures::future_to_promise(async move {
             let loader = loader.ok_or_else(finished)?;
-            let model = loader.finish().await.map_err(to_js_error)?;
-            Ok(Model::new(model).into())
+            let model = loader.finish().await.map_err(to_js_error);
+            // The model counts itself from here (or the load failed): the estimate goes.
+            let model = model.map(Model::new);
+            drop(reservation);
+            Ok(model?.into())
         })
     }
 }

@@ -520,6 +520,7 @@ test("several models share one device within a memoryBudget, estimated from the 
     const body = (await fetch(real)).body.pipeThrough(new TransformStream({ transform: (c, out) => { read += c.length; out.enqueue(c); } }));
     const realEstimate = await f.estimateMemory(body, { nCtx: 2048 });
     const estimate = await f.estimateMemory(url, { nCtx: 64 });
+    const probed = (await f.probe({ model: url, nCtx: 64 })).memory;
     const idle = await f.memoryInUse();
     let parsed;
     const a = await f.loadModel(url, { nCtx: 64, onProgress: (p) => (p.phase === "parse" ? (parsed = p.memory) : undefined) });
@@ -548,9 +549,14 @@ test("several models share one device within a memoryBudget, estimated from the 
       const now = window.__gpuBuffers();
       cycles.push([now.count, now.bytes]);
     }
+    // Two loads at once within a budget for one: the second header sees the first's estimate.
+    const racing = await Promise.allSettled([0, 1].map(() => f.loadModel(url, { nCtx: 64, memoryBudget: estimate.total })));
+    const raced = racing.map((r) => (r.status === "fulfilled" ? "loaded" : failure(r.reason).limit));
+    for (const r of racing) if (r.status === "fulfilled") await r.value.dispose();
+    const afterRace = await f.memoryInUse();
     const bad = await f.loadModel(url, { memoryBudget: -1 }).then(() => "loaded", failure);
     const badEstimate = await f.estimateMemory(url, { nCtx: 0 }).then(() => "resolved", failure);
-    return { read, realEstimate, estimate, idle, parsed, aHeld, aIds, inUse, third, bIds, aAgain, afterDispose, cIds, baseline: [baseline.count, baseline.bytes], cycles, bad, badEstimate, memoryBudget };
+    return { read, realEstimate, estimate, probed, idle, parsed, aHeld, aIds, inUse, third, bIds, aAgain, afterDispose, cIds, baseline: [baseline.count, baseline.bytes], cycles, raced, afterRace, bad, badEstimate, memoryBudget };
   }, { url: model, real: `/${realModel}` });
   const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MiB`;
   const r = out.realEstimate;
@@ -560,6 +566,7 @@ test("several models share one device within a memoryBudget, estimated from the 
   assert.equal(r.kvCache, 2 * 30 * 3 * 64 * 2048 * 4, "SmolLM2's f32 KV cache at nCtx 2048");
   assert.ok(r.weights > 0.8 * realSize && r.weights < 1.3 * realSize, `weights ${r.weights} for a ${realSize}-byte file`);
   assert.equal(out.idle, 0, "no model loaded yet");
+  assert.deepEqual(out.probed, out.estimate, "probe({ model, nCtx }) gives estimateMemory's estimate");
   const { fileBytes, inUse, ...parts } = out.estimate;
   assert.equal(inUse, 0);
   assert.ok(fileBytes > 0);
@@ -577,6 +584,8 @@ test("several models share one device within a memoryBudget, estimated from the 
   assert.equal(out.afterDispose, out.aHeld.total, "disposing one frees its share of the budget");
   assert.deepEqual(out.cIds, out.aIds, "a model loaded in the freed room");
   for (const [i, now] of out.cycles.entries()) assert.deepEqual(now, out.baseline, `load/dispose cycle ${i}: GPU buffers flat`);
+  assert.deepEqual(out.raced.sort(), ["loaded", "memoryBudget"], "of two loads at once within a budget for one, one is refused");
+  assert.equal(out.afterRace, 0, "nothing held or reserved once both ended");
   assert.equal(out.bad.kind, "invalid-argument");
   assert.match(out.bad.message, /^memoryBudget must be an integer ≥ 0, got -1$/);
   assert.equal(out.badEstimate.kind, "invalid-argument");

@@ -8,6 +8,8 @@ import {
   probe,
   bench,
   loadModel,
+  type ProbeCallOptions,
+  type ProbeReport,
   estimateMemory,
   memoryInUse,
   type MemoryEstimate,
@@ -158,6 +160,13 @@ export async function adapter(): Promise<string> {
   await init();
   const options: ProbeOptions = { bench: true, benchBytes: 16 * 2 ** 20, runs: 3 };
   const report: AdapterReport = await probe(options);
+  // With a model: its GPU memory from the header, before any download.
+  const withModel: ProbeCallOptions = { model: "/models/m.gguf", nCtx: 2048, kvF16: true };
+  const probed: ProbeReport = await probe(withModel);
+  const need: number | undefined = probed.memory?.total;
+  console.log(need);
+  // @ts-expect-error nCtx is a number
+  await probe({ model: "/models/m.gguf", nCtx: "2048" });
   const identity: AdapterIdentity = report.adapter;
   const features: FeatureReport = report.features;
   const limits: AdapterLimits = report.limits;
