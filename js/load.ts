@@ -259,21 +259,20 @@ export async function estimateRaw(source: ModelSource, options: EstimateMemoryOp
     const load: LoadOptions = { nCtx: options.nCtx, maxBatch: options.maxBatch, kvF16: options.kvF16 };
     const loader = await wasm.createModelLoader(load, body.totalBytes, undefined);
     const reader = body.stream.getReader();
+    let status: LoadStatus | undefined;
     try {
-      for (;;) {
+      while (!status?.memory) {
         if (signal?.aborted) throw abortedError(signal);
         const { done, value } = await reader.read();
         if (done) throw new FuselmError("invalid-model", "the file ended before its GGUF header did");
-        const status: LoadStatus = loader.push(value);
-        if (status.headerReady && status.memory) {
-          return { ...status.memory, fileBytes: status.fileBytes, inUse: wasm.memoryInUse() };
-        }
+        status = loader.push(value);
       }
     } finally {
       await reader.cancel().catch(() => {});
       reader.releaseLock();
-      loader.free();
+      loader.free(); // before memoryInUse: a load under way counts its estimate there
     }
+    return { ...status.memory, fileBytes: status.fileBytes, inUse: wasm.memoryInUse() };
   } catch (e) {
     if (signal?.aborted) throw abortedError(signal);
     throw toFuselmError(e);

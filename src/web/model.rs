@@ -313,7 +313,8 @@ impl ModelLoader {
             return Err(to_js_error(e));
         }
         let status = loader.status();
-        if let (Some(memory), Ok(mut reserved)) = (&status.memory, self.reservation.try_borrow_mut())
+        if let (Some(memory), Ok(mut reserved)) =
+            (&status.memory, self.reservation.try_borrow_mut())
         {
             if reserved.is_none() {
                 *reserved = Some(super::device::Reservation::new(memory.total));
@@ -330,7 +331,11 @@ impl ModelLoader {
     /// Ends the stream and builds the model (kernels compiled, buffers bound).
     pub fn finish(&self) -> js_sys::Promise {
         let loader = self.inner.try_borrow_mut().ok().and_then(|mut s| s.take());
-        let reservation = self.reservation.try_borrow_mut().ok().and_then(|mut r| r.take());
+        let reservation = self
+            .reservation
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut r| r.take());
         wasm_bindgen_futures::future_to_promise(async move {
             let loader = loader.ok_or_else(finished)?;
             let model = loader.finish().await.map_err(to_js_error);

@@ -161,8 +161,8 @@ export async function adapter(): Promise<string> {
   const options: ProbeOptions = { bench: true, benchBytes: 16 * 2 ** 20, runs: 3 };
   const report: AdapterReport = await probe(options);
   // With a model: its GPU memory from the header, before any download.
-  const withModel: ProbeCallOptions = { model: "/models/m.gguf", nCtx: 2048, kvF16: true };
-  const probed: ProbeReport = await probe(withModel);
+  const modelProbe: ProbeCallOptions = { model: "/models/m.gguf", nCtx: 2048, kvF16: true };
+  const probed: ProbeReport = await probe(modelProbe);
   const need: number | undefined = probed.memory?.total;
   console.log(need);
   // @ts-expect-error nCtx is a number
