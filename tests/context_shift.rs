@@ -13,16 +13,16 @@
 //! The TypeScript option and the chat page are tests/sdk and tests/site.
 #![cfg(not(target_arch = "wasm32"))]
 
-use fuselm::gguf::GgmlType;
 use fuselm::gguf::{dequantize_tensor, f16_to_f32, Gguf, RopeStyle};
 use fuselm::gpu::{ContextOptions, GpuContext};
-use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
+use fuselm::model::synthetic::synthetic_llama;
 use fuselm::model::{
     ContextShift, CpuReferenceModel, GenerationRequest, GpuModel, LoadOptions, Strategy,
 };
 use fuselm::sampling::SamplingOptions;
 
 mod common;
+use common::architectures::models;
 use common::shift::clean_prompt;
 
 fn options(n_ctx: u32, kv_f16: bool) -> LoadOptions {
@@ -36,57 +36,6 @@ fn options(n_ctx: u32, kv_f16: bool) -> LoadOptions {
 
 fn sibling(ctx: &GpuContext) -> GpuContext {
     ctx.sibling(ContextOptions::default()).unwrap()
-}
-
-/// The three RoPE variants the shift must reproduce.
-fn models() -> Vec<(&'static str, SyntheticSpec)> {
-    vec![
-        ("llama", SyntheticSpec::default()),
-        (
-            "qwen2",
-            SyntheticSpec {
-                arch: "qwen2",
-                rope_freqs: true,
-                n_layers: 2,
-                n_embd: 192,
-                n_head: 6,
-                n_head_kv: 2,
-                matrix_types: vec![GgmlType::Q8_0],
-                seed: 12,
-                ..SyntheticSpec::default()
-            },
-        ),
-        (
-            "gemma3",
-            SyntheticSpec {
-                arch: "gemma3",
-                rope_scaling_linear: Some(8.0),
-                n_layers: 6,
-                n_ff: 256,
-                n_head: 4,
-                n_head_kv: 1,
-                matrix_types: vec![GgmlType::Q8_0, GgmlType::Q5_0],
-                seed: 14,
-                ..SyntheticSpec::default()
-            },
-        ),
-        (
-            // LongRoPE past its original 32 positions: long factors and the attention factor
-            // (applied once when a row is written, never again by a shift).
-            "phi3",
-            SyntheticSpec {
-                arch: "phi3",
-                long_rope: Some(32),
-                n_layers: 2,
-                n_head: 4,
-                n_head_kv: 4,
-                matrix_types: vec![GgmlType::Q8_0],
-                tied: false,
-                seed: 15,
-                ..SyntheticSpec::default()
-            },
-        ),
-    ]
 }
 
 fn request(prompt: &[u32], max_tokens: u32, strategy: Strategy) -> GenerationRequest<'_> {

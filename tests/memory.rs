@@ -10,7 +10,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use fuselm::error::FuselmError;
-use fuselm::gguf::{GgmlType, Gguf};
+use fuselm::gguf::Gguf;
 use fuselm::gpu::{ContextOptions, GpuContext};
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
 use fuselm::model::{
@@ -18,6 +18,9 @@ use fuselm::model::{
     OTHER_ALLOWANCE,
 };
 use fuselm::sampling::SamplingOptions;
+
+mod common;
+use common::architectures::models;
 
 fn options(n_ctx: u32, max_batch: u32) -> LoadOptions {
     LoadOptions {
@@ -30,53 +33,6 @@ fn options(n_ctx: u32, max_batch: u32) -> LoadOptions {
 
 fn sibling(ctx: &GpuContext) -> GpuContext {
     ctx.sibling(ContextOptions::default()).unwrap()
-}
-
-fn specs() -> Vec<(&'static str, SyntheticSpec)> {
-    vec![
-        ("llama", SyntheticSpec::default()),
-        (
-            "qwen2",
-            SyntheticSpec {
-                arch: "qwen2",
-                rope_freqs: true,
-                n_layers: 2,
-                n_embd: 192,
-                n_head: 6,
-                n_head_kv: 2,
-                matrix_types: vec![GgmlType::Q8_0],
-                seed: 12,
-                ..SyntheticSpec::default()
-            },
-        ),
-        (
-            "gemma3",
-            SyntheticSpec {
-                arch: "gemma3",
-                n_layers: 6,
-                n_ff: 256,
-                n_head: 4,
-                n_head_kv: 1,
-                matrix_types: vec![GgmlType::Q8_0, GgmlType::Q5_0],
-                seed: 14,
-                ..SyntheticSpec::default()
-            },
-        ),
-        (
-            "phi3",
-            SyntheticSpec {
-                arch: "phi3",
-                long_rope: Some(32),
-                n_layers: 2,
-                n_head: 4,
-                n_head_kv: 4,
-                matrix_types: vec![GgmlType::Q8_0],
-                tied: false,
-                seed: 15,
-                ..SyntheticSpec::default()
-            },
-        ),
-    ]
 }
 
 async fn greedy(gpu: &mut GpuModel, strategy: Strategy, n: u32) -> Vec<u32> {
@@ -110,7 +66,7 @@ fn device_bytes(ctx: &GpuContext) -> u64 {
 fn the_estimate_from_the_header_is_what_the_loaded_model_holds() {
     pollster::block_on(async {
         let ctx = GpuContext::new().await.unwrap();
-        for (arch, spec) in specs() {
+        for (arch, spec) in models() {
             let file = synthetic_llama(&spec);
             let gguf = Gguf::parse(&file).unwrap();
             for (n_ctx, max_batch, kv_f16) in [(64, 16, false), (200, 48, false), (96, 8, true)] {
@@ -162,7 +118,7 @@ fn the_estimate_from_the_header_is_what_the_loaded_model_holds() {
 fn models_share_a_device_within_a_budget_and_free_it_when_dropped() {
     pollster::block_on(async {
         let ctx = GpuContext::new().await.unwrap();
-        let (_, small) = specs().remove(1);
+        let (_, small) = models().remove(1);
         let a_file = synthetic_llama(&SyntheticSpec::default());
         let b_file = synthetic_llama(&small);
         let (a_load, b_load) = (options(128, 16), options(64, 16));

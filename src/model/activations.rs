@@ -176,8 +176,8 @@ impl Activations {
             + if all_logits { f32s(b * vocab) } else { 0 }
     }
 
-    /// Bytes of these buffers besides the KV cache.
-    pub fn bytes(&self) -> u64 {
+    /// Every buffer but the KV cache.
+    fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
         [
             &self.state,
             &self.tokens,
@@ -197,35 +197,17 @@ impl Activations {
         .into_iter()
         .chain(self.k_raw.as_ref())
         .chain(self.logits_all.as_ref())
-        .map(wgpu::Buffer::size)
-        .sum()
+    }
+
+    /// Bytes of these buffers besides the KV cache.
+    pub fn bytes(&self) -> u64 {
+        self.buffers().map(wgpu::Buffer::size).sum()
     }
 
     /// Destroys every buffer (for a reallocation: whatever was bound to them must bind again).
     pub fn release(self, ctx: &GpuContext) {
-        let singles = [
-            &self.state,
-            &self.tokens,
-            &self.x,
-            &self.xn,
-            &self.q,
-            &self.k,
-            &self.v,
-            &self.att,
-            &self.o,
-            &self.gate,
-            &self.up,
-            &self.hidden,
-            &self.x_last,
-            &self.logits,
-        ];
-        let optional = [&self.k_raw, &self.logits_all];
         let caches = self.k_cache.iter().chain(&self.v_cache).map(|v| &v.buffer);
-        for b in singles
-            .into_iter()
-            .chain(optional.into_iter().flatten())
-            .chain(caches)
-        {
+        for b in self.buffers().chain(caches) {
             ctx.release(b);
         }
     }

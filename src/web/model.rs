@@ -209,7 +209,7 @@ pub async fn load_model(
     memory_budget: Option<f64>,
 ) -> Result<Model, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
-    let budget = budget(memory_budget)?;
+    let budget = budget_bytes(memory_budget)?.map(budget_now);
     let ctx = super::device::context().await.map_err(to_js_error)?;
     if let Some(budget) = budget {
         let gguf = crate::gguf::Gguf::parse(&bytes).map_err(|e| to_js_error(e.into()))?;
@@ -228,27 +228,21 @@ pub async fn load_model(
     Ok(Model::new(model))
 }
 
-/// A `memoryBudget` option (bytes every model on this device may hold together) with what the
-/// models already loaded hold.
-fn budget(memory_budget: Option<f64>) -> Result<Option<MemoryBudget>, JsValue> {
-    let Some(bytes) = memory_budget else {
-        return Ok(None);
-    };
-    if !(bytes.is_finite() && bytes >= 0.0) {
-        return Err(to_js_error(FuselmError::InvalidArgument(format!(
-            "memoryBudget must be a number of bytes (0 or more), got {bytes}"
-        ))));
+/// A `memoryBudget` option (bytes every model on this device may hold together), checked.
+fn budget_bytes(memory_budget: Option<f64>) -> Result<Option<u64>, JsValue> {
+    match memory_budget {
+        Some(bytes) if !(bytes.is_finite() && bytes >= 0.0) => {
+            Err(to_js_error(FuselmError::InvalidArgument(format!(
+                "memoryBudget must be a number of bytes (0 or more), got {bytes}"
+            ))))
+        }
+        other => Ok(other.map(|bytes| bytes as u64)),
     }
-    Ok(Some(MemoryBudget {
-        budget: bytes as u64,
-        in_use: super::device::in_use(),
-    }))
 }
 
-/// [`budget`] as of when a streamed load's header arrives: loads started meanwhile count.
-fn budget_at(budget: Option<MemoryBudget>) -> impl Fn() -> MemoryBudget {
-    let bytes = budget.map_or(u64::MAX, |b| b.budget);
-    move || MemoryBudget {
+/// The budget of `bytes` as of now: what the page's models and the loads under way hold.
+fn budget_now(bytes: u64) -> MemoryBudget {
+    MemoryBudget {
         budget: bytes,
         in_use: super::device::in_use(),
     }
@@ -271,11 +265,12 @@ pub async fn create_model_loader(
     memory_budget: Option<f64>,
 ) -> Result<ModelLoader, JsValue> {
     let options = from_js(options)?.unwrap_or_default();
-    let budget = budget(memory_budget)?;
+    let budget = budget_bytes(memory_budget)?;
     let ctx = super::device::context().await.map_err(to_js_error)?;
     let mut loader = crate::model::ModelLoader::new(ctx, options);
-    if budget.is_some() {
-        loader = loader.with_memory_budget_at(budget_at(budget));
+    if let Some(bytes) = budget {
+        // Taken when the header arrives: loads started meanwhile count.
+        loader = loader.with_memory_budget_at(move || budget_now(bytes));
     }
     if let Some(len) = total_bytes.filter(|n| n.is_finite() && *n >= 0.0) {
         loader.expect_len(len as u64);

@@ -6,6 +6,8 @@
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 #[allow(dead_code)]
+pub mod architectures;
+#[allow(dead_code)]
 pub mod constraints;
 #[allow(dead_code)]
 pub mod exact;
