@@ -11,12 +11,14 @@
 mod bench;
 mod convert;
 mod device;
+mod load;
 mod model;
 mod probe;
 mod sim;
 pub(crate) mod sys;
 
 pub use bench::bench_js;
-pub use model::{create_model_loader, load_model, Model, ModelInfo, ModelLoader};
+pub use load::{create_model_loader, load_model, ModelLoader};
+pub use model::{Model, ModelInfo};
 pub use probe::probe_js;
 pub use sim::{create_simulation, sim_bench_js, Simulation};
