@@ -197,7 +197,7 @@ impl GpuModel {
                 .kv_shifts
                 .iter()
                 .find(|k| k.format() == format(owner))
-                .expect("built above");
+                .ok_or_else(|| FuselmError::Gpu("context shift: no kernel for a cache".into()))?;
             for (region, rotation) in self.shift_regions(owner)? {
                 calls.push(kernel.bind(ctx, region, rows, rotation)?);
             }
