@@ -50,7 +50,8 @@ export interface Model {
   /** Text of token ids (control tokens render as nothing). */
   detokenize(ids: ArrayLike<number>): Promise<string>;
   /** The planner's calibration: times a short greedy generation (`tokens`, default 32, after an
-   * 8-token prompt; `runs` timed runs, default 3, after a warm-up) with every strategy that can
+   * 8-token prompt; `runs` timed runs, default 3, after a warm-up; on a software adapter such as
+   * SwiftShader 8 tokens and 1 run) with every strategy that can
    * win on this model and adapter, and makes the fastest end to end the default strategy
    * (`info.strategy`, `info.strategyReason`) for generations that name none. With `cache` it
    * first looks for a calibration saved for this model on this adapter, and saves a new one.

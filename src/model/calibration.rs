@@ -23,11 +23,13 @@ const PROMPT_TOKENS: u32 = 8;
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 pub struct CalibrateOptions {
-    /// New tokens per timed generation, 1–256 (default 32; fewer if the context is shorter).
+    /// New tokens per timed generation, 1–256 (default 32, 8 on a software adapter; fewer if the
+    /// context is shorter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub tokens: Option<u32>,
-    /// Timed generations per strategy after one warm-up, 1–10 (default 3; the median counts).
+    /// Timed generations per strategy after one warm-up, 1–10 (default 3, 1 on a software
+    /// adapter; the median counts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub runs: Option<u32>,
@@ -100,13 +102,17 @@ impl GpuModel {
     /// weights than the planner's limit for it; a strategy timed but not chosen gives back
     /// what it built for the timing (the megakernel's arena).
     pub async fn calibrate(&mut self, options: &CalibrateOptions) -> Result<Calibration> {
-        let runs = options.runs.unwrap_or(3);
+        // A software (CPU) adapter takes 10–400 ms per step of even a toy model (SwiftShader;
+        // the fused strategy's 15 dispatches of a 3-layer model ~400 ms): GPU-sized defaults
+        // would time for minutes. Its ranking is not close either way.
+        let software = self.shared.ctx.identity.is_software;
+        let runs = options.runs.unwrap_or(if software { 1 } else { 3 });
         if !(1..=10).contains(&runs) {
             return Err(FuselmError::InvalidArgument(format!(
                 "calibration runs must be 1–10, got {runs}"
             )));
         }
-        let asked = options.tokens.unwrap_or(32);
+        let asked = options.tokens.unwrap_or(if software { 8 } else { 32 });
         if !(1..=256).contains(&asked) {
             return Err(FuselmError::InvalidArgument(format!(
                 "calibration tokens must be 1–256, got {asked}"

@@ -333,7 +333,9 @@ test("structured output: responseFormat and response_format give valid JSON, the
     const run = (strategy, extra = {}) => m.generate("Hello", { maxTokens: 40, responseFormat, strategy, ...extra }).result();
     const fused = await run("fused");
     const unfused = await run("unfused");
-    const sampled = [await run("fused", { temperature: 0.9, seed: 5 }), await run("unfused", { temperature: 0.9, seed: 5 })];
+    // Seeded: the host mask (unfused) against the megakernel's GPU mask below (fused's seeded
+    // run is the native tests'; it decodes ~2 tokens/s on SwiftShader).
+    const sampled = await run("unfused", { temperature: 0.9, seed: 5 });
     const messages = [{ role: "user", content: "Who is it?" }];
     const chat = await m.chat.completions.create({
       messages,
@@ -374,7 +376,7 @@ test("structured output: responseFormat and response_format give valid JSON, the
   const ajv = new Ajv2020({ strict: true });
   addFormats(ajv);
   const valid = ajv.compile(schema);
-  for (const [name, r] of [["fused", out.fused], ["unfused", out.unfused], ["sampled fused", out.sampled[0]], ["sampled unfused", out.sampled[1]]]) {
+  for (const [name, r] of [["fused", out.fused], ["unfused", out.unfused], ["sampled unfused", out.sampled]]) {
     assert.equal(r.stopReason, "end-of-generation", `${name}: ${r.text}`);
     assert.ok(valid(JSON.parse(r.text)), `${name}: ${r.text} ${JSON.stringify(valid.errors)}`);
   }
@@ -386,7 +388,6 @@ test("structured output: responseFormat and response_format give valid JSON, the
   assert.deepEqual([again.states, again.masks, again.tableBytes], [first.states, first.masks, first.tableBytes]);
   assert.ok(out.fused.timings.constraintSeconds < 0.05, `prepared: the generation did not compile (${out.fused.timings.constraintSeconds} s)`);
   assert.match(out.badPrepare, /^constraint: .*regular expression/);
-  assert.deepEqual(out.sampled[0].tokens, out.sampled[1].tokens, "seeded: fused vs unfused");
   assert.equal(out.chat.choices[0].finish_reason, "stop");
   assert.ok(valid(JSON.parse(out.chat.choices[0].message.content)), out.chat.choices[0].message.content);
   const object = out.object.choices[0];
@@ -403,7 +404,7 @@ test("structured output: responseFormat and response_format give valid JSON, the
   assert.match(out.errors[1], /^constraint: .*regular expression/);
   assert.match(out.errors[2], /^invalid-argument: /);
   assert.match(out.errors[3], /^invalid-argument: response_format.json_schema/);
-  assert.deepEqual(out.megakernel.map((r) => r.tokens), [out.fused.tokens, out.sampled[0].tokens], "megakernel vs fused, greedy and seeded");
+  assert.deepEqual(out.megakernel.map((r) => r.tokens), [out.fused.tokens, out.sampled.tokens], "megakernel vs fused greedy, vs unfused seeded");
   assert.equal(out.after, 3, "the model still works");
   // Log-probabilities: one per token, the same on both strategies within 1e-3, best first,
   // greedy's choice the most likely.
