@@ -122,13 +122,14 @@ impl FusedFfnDown {
 /// rows, so the kernel loads the hidden vector n_embd / RPL times instead of n_embd times. Only
 /// for a long hidden vector (n_ff >= 4096): on an H200 it took Llama-3.2-1B's down from 16.1 to
 /// 14.4 µs, but at Gemma 3 270M's width (n_ff 2048, 640 rows) RPL 4 cost 4% of decode (fewer
-/// workgroups than SMs; bench/results/wide-models-h200-2026-11-25).
+/// workgroups than SMs; bench/results/wide-models-h200-2026-11-25). On a software adapter at
+/// every width ([`FusedShape::software`](super::FusedShape::software)).
 /// `KernelTuning::down_rows_per_lane` overrides it for measurements.
 pub fn down_rows_per_lane(s: &FusedShape, lanes: u32) -> u32 {
     if let Some(r) = s.tuning.down_rows_per_lane {
         return r;
     }
-    if s.n_ff < 4096 {
+    if s.n_ff < 4096 && !s.software {
         return 1;
     }
     // Each lane keeps PER_LANE × RPL weight units' words in registers: at most 16.

@@ -343,11 +343,16 @@ pub const FFN_UP_MAX_LANES: u32 = 64;
 /// rows per workgroup cut the repeated L2 traffic: one pass per 4,096 floats of n_head
 /// partials, 1 to 16. (With 4 heads per attention workgroup the 1B model's short-context
 /// partials are 64 KiB, but 16 passes still measured best there: BF16 2,055 tok/s vs 1,905
-/// at 4 passes and 1,914 at 8; Q4_K 1,964 vs 1,946 and 1,972.)
+/// at 4 passes and 1,914 at 8; Q4_K 1,964 vs 1,946 and 1,972.) On a software adapter 32, the
+/// most ([`FusedShape::software`](super::FusedShape::software)).
 /// `KernelTuning::ffn_passes` overrides it for measurements.
 pub fn ffn_up_passes(s: &FusedShape) -> u32 {
     if let Some(p) = s.tuning.ffn_passes {
         return p;
+    }
+    if s.software {
+        let rows_per_pass = WORKGROUP / ffn_up_lanes(s);
+        return s.n_ff.div_ceil(rows_per_pass).clamp(1, 32);
     }
     (s.n_head * s.n_embd / 4096).clamp(1, 16)
 }

@@ -44,7 +44,9 @@ pub struct FusedQkv {
 /// Passes divide that over more rows, while enough workgroups remain to fill the GPU: the most
 /// (up to 8) that leave at least 512 workgroups; 1 on small models, where the kernel is bound by
 /// each workgroup's chain of dependent steps rather than by bytes, and 1 with several rows per
-/// lane (`qkv_rows_per_lane`), which divide those loads instead.
+/// lane (`qkv_rows_per_lane`), which divide those loads instead. On a software adapter as many
+/// passes as hold every row, up to 16: there a workgroup is CPU time of its own (SwiftShader
+/// runs each of 256 invocations as a coroutine; see [`FusedShape::software`](super::FusedShape::software)).
 /// `KernelTuning::qkv_passes` overrides it for measurements.
 pub fn qkv_passes(s: &FusedShape, lanes: u32) -> u32 {
     if let Some(p) = s.tuning.qkv_passes {
@@ -56,6 +58,9 @@ pub fn qkv_passes(s: &FusedShape, lanes: u32) -> u32 {
     }
     let rows_per_pass = WORKGROUP / lanes;
     let rows = s.n_q() + 2 * s.n_kv();
+    if s.software {
+        return rows.div_ceil(rows_per_pass).clamp(1, 16);
+    }
     (rows / (rows_per_pass * 512)).clamp(1, 8)
 }
 
