@@ -5,7 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { serve } from "../../scripts/serve.mjs";
 import { launch } from "./chromium.mjs";
@@ -30,8 +30,10 @@ const generateNative = (...extra) =>
 
 let server, base, native, nativeSampled;
 before(async () => {
-  // Always (a no-op when fresh): a stale binary may predate `synthetic-model`.
-  execFileSync("cargo", ["build", "--quiet", "--bin", "fuselm"], { cwd: root, stdio: "inherit" });
+  // The binary `npm test` built with the test binaries (`cargo test --no-run` builds it for them).
+  // Not `cargo build --bin fuselm` here: without the dev-dependencies' features it rebuilt naga,
+  // wgpu and their dependencies inside the test lane (2026-11-29).
+  assert.ok(existsSync(cli), `no ${cli} (npm test builds it; alone: cargo build --bin fuselm)`);
   mkdirSync(`${root}target/site-test`, { recursive: true });
   execFileSync(cli, ["synthetic-model", modelPath], { cwd: root, stdio: "inherit" });
   native = generateNative();
