@@ -33,6 +33,8 @@ pub const ROPE_MATH: &str = include_str!("../shaders/rope_math.wgsl");
 pub const REDUCE_SHARED: &str = include_str!("../shaders/reduce_shared.wgsl");
 pub const REDUCE_SUBGROUP: &str = include_str!("../shaders/reduce_subgroup.wgsl");
 pub const FUSED_QKV: &str = include_str!("../shaders/fused_qkv.wgsl");
+/// A template: `{W}` is a weight binding of fused_qkv (see `FusedQkv::new`).
+pub const FUSED_QKV_REGION: &str = include_str!("../shaders/fused_qkv_region.wgsl");
 pub const FUSED_ATTENTION: &str = include_str!("../shaders/fused_attention.wgsl");
 pub const FUSED_FFN_UP: &str = include_str!("../shaders/fused_ffn_up.wgsl");
 pub const FUSED_FFN_DOWN: &str = include_str!("../shaders/fused_ffn_down.wgsl");

@@ -110,6 +110,9 @@ impl FusedQkv {
             shaders::COMMON,
             shaders::ROPE_MATH,
             &layer_prelude(ix, x_base, &[("wq", q), ("wk", k), ("wv", v)], true),
+            &["wq", "wk", "wv"]
+                .map(|w| shaders::FUSED_QKV_REGION.replace("{W}", w))
+                .concat(),
             shaders::FUSED_QKV,
         ]);
         let mut slots = vec![Slot::Uniform];
