@@ -36,8 +36,8 @@ async function identify() {
       // A CPU implementation of WebGPU: a small run, or this takes many minutes.
       $("runs").value = "1";
       $("small-toy").checked = true;
-      $("toy-tokens").value = "16";
-      $("adapter").append(" — a CPU adapter: the defaults are a small run (smallest toy sizes, 16 tokens each, one measured run).");
+      $("toy-tokens").value = "8";
+      $("adapter").append(" — a CPU adapter: the defaults are a small run (smallest toy sizes, 8 tokens each, one measured run).");
     }
   } catch {
     // bench() itself reports the typed error when there is no adapter.

@@ -19,7 +19,7 @@ test("the bench page runs every strategy on the toy grid, charts it and download
     assert.equal(await page.inputValue("#runs"), "1");
     assert.equal(await page.isChecked("#small-toy"), true);
     assert.equal(await page.isChecked("#toy"), true);
-    assert.equal(await page.inputValue("#toy-tokens"), "16");
+    assert.equal(await page.inputValue("#toy-tokens"), "8");
 
     await page.click("#run");
     await page.waitForFunction(() => document.body.dataset.state === "running");
@@ -43,7 +43,7 @@ test("the bench page runs every strategy on the toy grid, charts it and download
     const saved = JSON.parse(readFileSync(await download.path(), "utf8"));
     assert.equal(saved.kind, "fuselm-bench-browser");
     assert.equal(saved.adapter.architecture, "swiftshader");
-    assert.deepEqual(saved.options, { runs: 1, toy: true, smallToy: true, toyTokens: 16, chunkTokens: 32 });
+    assert.deepEqual(saved.options, { runs: 1, toy: true, smallToy: true, toyTokens: 8, chunkTokens: 32 });
     const results = saved.report.results;
     assert.equal(results.length, workloads * 3, "fused, unfused and megakernel on every workload");
     assert.deepEqual(new Set(results.map((r) => r.strategy)), new Set(["fused", "unfused", "megakernel"]));
