@@ -23,6 +23,11 @@ fn dot8(w: W8, x: W8) -> f32 {
     return dot(w.a, x.a) + dot(w.b, x.b);
 }
 
+// The sum of the eight values (the `xs` of the weight formats' `w_dot8`).
+fn sum8(x: W8) -> f32 {
+    return dot(x.a + x.b, vec4<f32>(1.0));
+}
+
 // Four signed bytes of `v` (little-endian) as f32; arithmetic shifts sign-extend.
 fn i8x4(v: u32) -> vec4<f32> {
     let s = bitcast<vec4<i32>>(vec4<u32>(v << 24u, v << 16u, v << 8u, v)) >> vec4<u32>(24u);

@@ -52,12 +52,14 @@ fn main(
     let slot = wg.x * ROWS * RPL + lid / LANES; // the lane's first row; the others follow by ROWS
     var raw: array<vec4<u32>, PER_LANE * RPL>;
     var ha: array<W8, PER_LANE>;
+    var hs: array<f32, PER_LANE>;
     for (var j = 0u; j < PER_LANE; j++) {
         let u = min(lane + j * LANES, UNITS - 1u);
         for (var i = 0u; i < RPL; i++) {
             raw[j * RPL + i] = w_fetch(min(slot + i * ROWS, N_EMBD - 1u), u, N_FF);
         }
         ha[j] = W8(hidden[2u * u], hidden[2u * u + 1u]);
+        hs[j] = sum8(ha[j]);
     }
     var resid = vec4<f32>();
     for (var i = 0u; i < RPL; i++) {
@@ -85,7 +87,7 @@ fn main(
         if u < UNITS {
             for (var i = 0u; i < RPL; i++) {
                 let row = min(slot + i * ROWS, N_EMBD - 1u);
-                acc[i] += dot8(w_decode(raw[j * RPL + i], row, u, N_FF), ha[j]);
+                acc[i] += w_dot8(raw[j * RPL + i], row, u, N_FF, ha[j], hs[j]);
             }
         }
     }

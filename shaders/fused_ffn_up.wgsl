@@ -244,6 +244,7 @@ fn main(
     // dispatch on an H200 (bench/NOTES.md, 2026-11-26).
     const HOIST: bool = (SINGLE_CHUNK || MODE == 2u) && RPASS > 1u;
     var xw: array<W8, PER_LANE>;
+    var xs: array<f32, PER_LANE>;
     var ss = 0.0;
     if HOIST {
         for (var j = 0u; j < PER_LANE; j++) {
@@ -251,6 +252,7 @@ fn main(
             if u < UNITS {
                 let xv = W8(xm_sh[2u * u], xm_sh[2u * u + 1u]);
                 xw[j] = W8(xv.a * na[j].a, xv.b * na[j].b);
+                xs[j] = sum8(xw[j]);
                 ss += dot8(xv, xv);
             }
         }
@@ -273,14 +275,15 @@ fn main(
             let u = lane + j * LANES;
             if u < UNITS {
                 if HOIST {
-                    acc.x += dot8(wgate_decode(gr[j], row, u, N_EMBD), xw[j]);
-                    acc.y += dot8(wup_decode(ur[j], row, u, N_EMBD), xw[j]);
+                    acc.x += wgate_dot8(gr[j], row, u, N_EMBD, xw[j], xs[j]);
+                    acc.y += wup_dot8(ur[j], row, u, N_EMBD, xw[j], xs[j]);
                 } else {
                     let xv = W8(xm_sh[2u * u], xm_sh[2u * u + 1u]);
                     let xwj = W8(xv.a * na[j].a, xv.b * na[j].b);
+                    let xsj = sum8(xwj);
                     acc += vec4<f32>(
-                        dot8(wgate_decode(gr[j], row, u, N_EMBD), xwj),
-                        dot8(wup_decode(ur[j], row, u, N_EMBD), xwj),
+                        wgate_dot8(gr[j], row, u, N_EMBD, xwj, xsj),
+                        wup_dot8(ur[j], row, u, N_EMBD, xwj, xsj),
                         dot8(xv, xv),
                         0.0,
                     );

@@ -41,12 +41,14 @@ fn main(
     let slot = wg.x * ROWS * RPL + lid / LANES; // the lane's first row; the others follow by ROWS
     var raw: array<vec4<u32>, PER_LANE * RPL>;
     var oa: array<W8, PER_LANE>;
+    var osum: array<f32, PER_LANE>;
     for (var j = 0u; j < PER_LANE; j++) {
         let u = min(lane + j * LANES, UNITS - 1u);
         for (var i = 0u; i < RPL; i++) {
             raw[j * RPL + i] = w_fetch(min(slot + i * ROWS, N_EMBD - 1u), u, N_Q);
         }
         oa[j] = W8(o[2u * u], o[2u * u + 1u]);
+        osum[j] = sum8(oa[j]);
     }
     var resid = vec4<f32>();
     for (var i = 0u; i < RPL; i++) {
@@ -64,7 +66,7 @@ fn main(
         if u < UNITS {
             for (var i = 0u; i < RPL; i++) {
                 let row = min(slot + i * ROWS, N_EMBD - 1u);
-                acc[i] += dot8(w_decode(raw[j * RPL + i], row, u, N_Q), oa[j]);
+                acc[i] += w_dot8(raw[j * RPL + i], row, u, N_Q, oa[j], osum[j]);
             }
         }
     }

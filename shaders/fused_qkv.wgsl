@@ -82,14 +82,14 @@ fn fetch_pass(slot0: u32, r: u32, lane: u32) -> array<vec4<u32>, PER_LANE * RPL>
     return fetch_wv(slot0, r, lane);
 }
 
-fn dots_pass(slot0: u32, r: u32, lane: u32, raw: array<vec4<u32>, PER_LANE * RPL>, xw: array<W8, PER_LANE>) -> vec4<f32> {
+fn dots_pass(slot0: u32, r: u32, lane: u32, raw: array<vec4<u32>, PER_LANE * RPL>, xw: array<W8, PER_LANE>, xs: array<f32, PER_LANE>) -> vec4<f32> {
     let region = slot_row(slot0, 0u).region;
     if region == 0u {
-        return dots_wq(slot0, r, lane, raw, xw);
+        return dots_wq(slot0, r, lane, raw, xw, xs);
     } else if region == 1u {
-        return dots_wk(slot0, r, lane, raw, xw);
+        return dots_wk(slot0, r, lane, raw, xw, xs);
     }
-    return dots_wv(slot0, r, lane, raw, xw);
+    return dots_wv(slot0, r, lane, raw, xw, xs);
 }
 
 // Where slot `slot0 + r` of a pass starting at `slot0` reads its weight row: the region (0: Q,
@@ -185,10 +185,12 @@ fn main(
     }
     // x * norm_w and this lane's share of sum(x^2), once for every pass.
     var xw: array<W8, PER_LANE>;
+    var xs: array<f32, PER_LANE>;
     var xx = 0.0;
     for (var j = 0u; j < PER_LANE; j++) {
         let xv = xa[j];
         xw[j] = W8(xv.a * na[j].a, xv.b * na[j].b);
+        xs[j] = sum8(xw[j]);
         if lane + j * LANES < UNITS {
             xx += dot8(xv, xv);
         }
@@ -206,7 +208,7 @@ fn main(
             nxt = fetch_pass(slot0, r, lane);
         }
         // W . (x * norm_w) of each of the lane's rows over its units.
-        var acc = dots_pass(cur0, r, lane, raw, xw);
+        var acc = dots_pass(cur0, r, lane, raw, xw, xs);
         // The first pass reduces sum(x^2) with its dot products (one reduction, as with one
         // pass) where a component is free; later ones reuse the scale.
         var t: vec4<f32>;

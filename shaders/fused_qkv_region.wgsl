@@ -16,14 +16,14 @@ fn fetch_{W}(slot0: u32, r: u32, lane: u32) -> array<vec4<u32>, PER_LANE * RPL> 
 }
 
 // This lane's share of W . (x * norm_w) for each of its RPL rows (component i: row i).
-fn dots_{W}(slot0: u32, r: u32, lane: u32, raw: array<vec4<u32>, PER_LANE * RPL>, xw: array<W8, PER_LANE>) -> vec4<f32> {
+fn dots_{W}(slot0: u32, r: u32, lane: u32, raw: array<vec4<u32>, PER_LANE * RPL>, xw: array<W8, PER_LANE>, xs: array<f32, PER_LANE>) -> vec4<f32> {
     var acc = vec4<f32>();
     for (var j = 0u; j < PER_LANE; j++) {
         let u = lane + j * LANES;
         if u < UNITS {
             for (var i = 0u; i < RPL; i++) {
                 let row = slot_row(slot0, i * ROWS + r).row;
-                acc[i] += dot8({W}_decode(raw[j * RPL + i], row, u, N_EMBD), xw[j]);
+                acc[i] += {W}_dot8(raw[j * RPL + i], row, u, N_EMBD, xw[j], xs[j]);
             }
         }
     }

@@ -63,10 +63,11 @@ fn main(
     for (var u = lane; u < UNITS; u += LANES) {
         let xv = W8(x[xb + 2u * u], x[xb + 2u * u + 1u]);
         let xw = W8(xv.a * norm_w[2u * u], xv.b * norm_w[2u * u + 1u]);
+        let xs = sum8(xw);
         ss += dot8(xv, xv);
         for (var rs = 0u; rs < SETS; rs++) {
             let row = min(g * ROWS_PER_WG + rs * RPS + r, p.n_rows - 1u);
-            acc[rs] += dot8(w_load8(row, u, N_EMBD), xw);
+            acc[rs] += w_dot8(w_fetch(row, u, N_EMBD), row, u, N_EMBD, xw, xs);
         }
     }
     let scale = inverseSqrt(row_sum(lid, ss) / f32(N_EMBD) + p.eps);

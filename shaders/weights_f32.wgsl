@@ -12,6 +12,11 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>();
 }
 
+// dot(unit u's 8 weights, x); `xs` (the sum of x's values) is for the quantized formats.
+fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
+    return dot8(w_decode(raw, row, u, k), x);
+}
+
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
     return w_decode(vec4<u32>(), row, u, k);
 }

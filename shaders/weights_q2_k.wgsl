@@ -29,6 +29,17 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     return W8(crumbs4(raw.z, shift) * dl - ml, crumbs4(raw.w, shift) * dl - ml);
 }
 
+// dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
+// applied once to the dot product of its integer quants instead of to each weight.
+fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
+    let dm = unpack2x16float(raw.x);
+    let s = u % 32u;
+    let sc = (raw.y >> (8u * ((s / 2u) % 4u))) & 0xffu;
+    let shift = 2u * ((s % 16u) / 4u);
+    let q = dot8(W8(crumbs4(raw.z, shift), crumbs4(raw.w, shift)), x);
+    return dm.x * f32(sc & 0xfu) * q - dm.y * f32(sc >> 4u) * xs;
+}
+
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
     return w_decode(w_fetch(row, u, k), row, u, k);
 }

@@ -27,6 +27,19 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     return W8(a * dl, b * dl);
 }
 
+// dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
+// applied once to the dot product of its integer quants instead of to each weight.
+fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
+    let d = unpack2x16float(raw.x).x;
+    let s = u % 32u;
+    let sc = (raw.y >> (8u * ((s / 2u) % 4u))) & 0xffu;
+    let lows = raw.z >> (16u * (s % 2u));
+    let highs = raw.w >> (8u * (s % 4u));
+    let a = vec4<f32>(crumbs4_packed_u(lows, 0u) | (bits4u(highs, 0u) << vec4<u32>(2u)));
+    let b = vec4<f32>(crumbs4_packed_u(lows, 8u) | (bits4u(highs, 4u) << vec4<u32>(2u)));
+    return d * f32(i32(sc) - 32) * (dot8(W8(a, b), x) - 4.0 * xs);
+}
+
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
     return w_decode(w_fetch(row, u, k), row, u, k);
 }

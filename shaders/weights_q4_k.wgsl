@@ -32,6 +32,18 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     return W8(nibbles4(raw.z, shift) * d1 - m1, nibbles4(raw.w, shift) * d1 - m1);
 }
 
+// dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
+// applied once to the dot product of its integer quants instead of to each weight.
+fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
+    let dm = unpack2x16float(raw.x);
+    let s = u % 32u;
+    let j = 2u * (s / 8u) + (s % 8u) / 4u;
+    let pair = raw.y >> (16u * (j % 2u));
+    let shift = 4u * ((s % 8u) / 4u);
+    let q = dot8(W8(nibbles4(raw.z, shift), nibbles4(raw.w, shift)), x);
+    return dm.x * f32(pair & 0xffu) * q - dm.y * f32((pair >> 8u) & 0xffu) * xs;
+}
+
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
     return w_decode(w_fetch(row, u, k), row, u, k);
 }

@@ -22,6 +22,17 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     return W8(a * dm.x + dm.y, b * dm.x + dm.y);
 }
 
+// dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
+// applied once to the dot product of its integer quants instead of to each weight.
+fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
+    let dm = unpack2x16float(raw.x);
+    let s = u % 4u;
+    let shift = 4u * (s >> 1u);
+    let a = vec4<f32>(nibbles4u(raw.z, shift) | fifth_bits4u(raw.y, 8u * s));
+    let b = vec4<f32>(nibbles4u(raw.w, shift) | fifth_bits4u(raw.y, 8u * s + 4u));
+    return dm.x * dot8(W8(a, b), x) + dm.y * xs;
+}
+
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
     return w_decode(w_fetch(row, u, k), row, u, k);
 }

@@ -29,6 +29,18 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     return W8(a * d1 - m1, b * d1 - m1);
 }
 
+// dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
+// applied once to the dot product of its integer quants instead of to each weight.
+fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
+    let dm = unpack2x16float(raw.x);
+    let s = u % 32u;
+    let pair = raw.y >> (16u * ((s / 4u) % 2u));
+    let fifth = 8u * (s % 4u);
+    let a = vec4<f32>(nibbles4u(raw.z, 0u) | fifth_bits4u(raw.w, fifth));
+    let b = vec4<f32>(nibbles4u(raw.z, 4u) | fifth_bits4u(raw.w, fifth + 4u));
+    return dm.x * f32(pair & 0xffu) * dot8(W8(a, b), x) - dm.y * f32((pair >> 8u) & 0xffu) * xs;
+}
+
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
     return w_decode(w_fetch(row, u, k), row, u, k);
 }

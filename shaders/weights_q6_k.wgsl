@@ -29,6 +29,22 @@ fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     return W8(ds * qa, ds * qb);
 }
 
+// dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
+// applied once to the dot product of its integer quants instead of to each weight.
+fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
+    let s = u % 32u;
+    let d = unpack2x16float(raw.x).x;
+    let ds = d * f32(extractBits(bitcast<i32>(raw.y), 8u * ((s / 2u) % 4u), 8u));
+    let hi = raw.w >> (16u * (s % 2u));
+    let lo_a = (vec4<u32>(raw.z) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(0xfu);
+    let lo_b = (vec4<u32>(raw.z) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(0xfu);
+    let hi_a = (vec4<u32>(hi) >> vec4<u32>(0u, 2u, 4u, 6u)) & vec4<u32>(3u);
+    let hi_b = (vec4<u32>(hi) >> vec4<u32>(8u, 10u, 12u, 14u)) & vec4<u32>(3u);
+    let qa = vec4<f32>(lo_a | (hi_a << vec4<u32>(4u)));
+    let qb = vec4<f32>(lo_b | (hi_b << vec4<u32>(4u)));
+    return ds * (dot8(W8(qa, qb), x) - 32.0 * xs);
+}
+
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
     return w_decode(w_fetch(row, u, k), row, u, k);
 }

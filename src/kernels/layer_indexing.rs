@@ -36,7 +36,7 @@ impl LayerIndexing {
 /// The WGSL that makes a layer kernel layer-indexed ([`LayerIndexing`]): `N_LAYER`, `X_BASE`,
 /// `enter_layer(num_workgroups.x)` (returns the layer; sets the rows' offsets, `kv_base` and,
 /// with `params`, the private `p = lp[layer]` for helper functions), and for each weight
-/// `(name, format)` the decoder reading binding `name` with `name_fetch/_decode/_load8`
+/// `(name, format)` the decoder reading binding `name` with `name_fetch/_decode/_dot8/_load8`
 /// wrappers that add this layer's row offset.
 pub(super) fn layer_prelude(
     ix: &LayerIndexing,
@@ -67,6 +67,9 @@ fn {name}_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {{
 }}
 fn {name}_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {{
     return {name}_at_decode(raw, row + row_{name}, u, k);
+}}
+fn {name}_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {{
+    return {name}_at_dot8(raw, row + row_{name}, u, k, x, xs);
 }}
 fn {name}_load8(row: u32, u: u32, k: u32) -> W8 {{
     return {name}_at_load8(row + row_{name}, u, k);
