@@ -19,25 +19,29 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>(w[base + 20u], w[base + s / 8u], w[q], w[q + 1u]);
 }
 
-fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+// Unit u's eight 2-bit quants as f32, and its (scale, min): the weight is q * scale - min.
+fn w_quants(raw: vec4<u32>, u: u32) -> W8 {
+    let shift = 2u * (((u % 32u) % 16u) / 4u);
+    return W8(crumbs4(raw.z, shift), crumbs4(raw.w, shift));
+}
+
+fn w_scales(raw: vec4<u32>, u: u32) -> vec2<f32> {
     let dm = unpack2x16float(raw.x);
-    let s = u % 32u;
-    let sc = (raw.y >> (8u * ((s / 2u) % 4u))) & 0xffu;
-    let dl = dm.x * f32(sc & 0xfu);
-    let ml = dm.y * f32(sc >> 4u);
-    let shift = 2u * ((s % 16u) / 4u);
-    return W8(crumbs4(raw.z, shift) * dl - ml, crumbs4(raw.w, shift) * dl - ml);
+    let sc = (raw.y >> (8u * (((u % 32u) / 2u) % 4u))) & 0xffu;
+    return vec2<f32>(dm.x * f32(sc & 0xfu), dm.y * f32(sc >> 4u));
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let q = w_quants(raw, u);
+    let s = w_scales(raw, u);
+    return W8(q.a * s.x - s.y, q.b * s.x - s.y);
 }
 
 // dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
 // applied once to the dot product of its integer quants instead of to each weight.
 fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
-    let dm = unpack2x16float(raw.x);
-    let s = u % 32u;
-    let sc = (raw.y >> (8u * ((s / 2u) % 4u))) & 0xffu;
-    let shift = 2u * ((s % 16u) / 4u);
-    let q = dot8(W8(crumbs4(raw.z, shift), crumbs4(raw.w, shift)), x);
-    return dm.x * f32(sc & 0xfu) * q - dm.y * f32(sc >> 4u) * xs;
+    let s = w_scales(raw, u);
+    return s.x * dot8(w_quants(raw, u), x) - s.y * xs;
 }
 
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {

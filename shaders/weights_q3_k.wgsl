@@ -15,29 +15,32 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>(w[base], w[base + 1u + s / 8u], w[base + 5u + s / 2u], w[base + 21u + s / 4u]);
 }
 
-fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
-    let d = unpack2x16float(raw.x).x;
+// Unit u's eight 3-bit quants q (0..7) as f32, and its scale: the weight is scale * (q - 4).
+fn w_quants(raw: vec4<u32>, u: u32) -> W8 {
     let s = u % 32u;
-    let sc = (raw.y >> (8u * ((s / 2u) % 4u))) & 0xffu;
-    let dl = d * f32(i32(sc) - 32);
     let lows = raw.z >> (16u * (s % 2u));
     let highs = raw.w >> (8u * (s % 4u));
-    let a = vec4<f32>(crumbs4_packed_u(lows, 0u) | (bits4u(highs, 0u) << vec4<u32>(2u))) - 4.0;
-    let b = vec4<f32>(crumbs4_packed_u(lows, 8u) | (bits4u(highs, 4u) << vec4<u32>(2u))) - 4.0;
-    return W8(a * dl, b * dl);
+    return W8(
+        vec4<f32>(crumbs4_packed_u(lows, 0u) | (bits4u(highs, 0u) << vec4<u32>(2u))),
+        vec4<f32>(crumbs4_packed_u(lows, 8u) | (bits4u(highs, 4u) << vec4<u32>(2u))),
+    );
+}
+
+fn w_scale(raw: vec4<u32>, u: u32) -> f32 {
+    let sc = (raw.y >> (8u * (((u % 32u) / 2u) % 4u))) & 0xffu;
+    return unpack2x16float(raw.x).x * f32(i32(sc) - 32);
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let q = w_quants(raw, u);
+    let dl = w_scale(raw, u);
+    return W8((q.a - 4.0) * dl, (q.b - 4.0) * dl);
 }
 
 // dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
 // applied once to the dot product of its integer quants instead of to each weight.
 fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
-    let d = unpack2x16float(raw.x).x;
-    let s = u % 32u;
-    let sc = (raw.y >> (8u * ((s / 2u) % 4u))) & 0xffu;
-    let lows = raw.z >> (16u * (s % 2u));
-    let highs = raw.w >> (8u * (s % 4u));
-    let a = vec4<f32>(crumbs4_packed_u(lows, 0u) | (bits4u(highs, 0u) << vec4<u32>(2u)));
-    let b = vec4<f32>(crumbs4_packed_u(lows, 8u) | (bits4u(highs, 4u) << vec4<u32>(2u)));
-    return d * f32(i32(sc) - 32) * (dot8(W8(a, b), x) - 4.0 * xs);
+    return w_scale(raw, u) * (dot8(w_quants(raw, u), x) - 4.0 * xs);
 }
 
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {

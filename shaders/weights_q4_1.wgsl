@@ -12,18 +12,23 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>(w[base], w[q], w[q + 1u], 0u);
 }
 
+// Unit u's eight 4-bit quants q as f32: the weight is d * q + m.
+fn w_quants(raw: vec4<u32>, u: u32) -> W8 {
+    let shift = 4u * ((u % 4u) >> 1u);
+    return W8(nibbles4(raw.y, shift), nibbles4(raw.z, shift));
+}
+
 fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     let dm = unpack2x16float(raw.x);
-    let shift = 4u * ((u % 4u) >> 1u);
-    return W8(nibbles4(raw.y, shift) * dm.x + dm.y, nibbles4(raw.z, shift) * dm.x + dm.y);
+    let q = w_quants(raw, u);
+    return W8(q.a * dm.x + dm.y, q.b * dm.x + dm.y);
 }
 
 // dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
 // applied once to the dot product of its integer quants instead of to each weight.
 fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
     let dm = unpack2x16float(raw.x);
-    let shift = 4u * ((u % 4u) >> 1u);
-    return dm.x * dot8(W8(nibbles4(raw.y, shift), nibbles4(raw.z, shift)), x) + dm.y * xs;
+    return dm.x * dot8(w_quants(raw, u), x) + dm.y * xs;
 }
 
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {

@@ -21,27 +21,32 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>(w[base], w[base + 1u + j / 2u], w[q], w[q + 1u]);
 }
 
-fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+// Unit u's eight 4-bit quants as f32 (low nibbles of sub-block 2c, or high of 2c + 1), and its
+// (scale, min) = (d * scale, dmin * min): the weight is q * scale - min.
+fn w_quants(raw: vec4<u32>, u: u32) -> W8 {
+    let shift = 4u * (((u % 32u) % 8u) / 4u);
+    return W8(nibbles4(raw.z, shift), nibbles4(raw.w, shift));
+}
+
+fn w_scales(raw: vec4<u32>, u: u32) -> vec2<f32> {
     let dm = unpack2x16float(raw.x);
     let s = u % 32u;
     let j = 2u * (s / 8u) + (s % 8u) / 4u;
     let pair = raw.y >> (16u * (j % 2u));
-    let d1 = dm.x * f32(pair & 0xffu);
-    let m1 = dm.y * f32((pair >> 8u) & 0xffu);
-    let shift = 4u * ((s % 8u) / 4u);
-    return W8(nibbles4(raw.z, shift) * d1 - m1, nibbles4(raw.w, shift) * d1 - m1);
+    return vec2<f32>(dm.x * f32(pair & 0xffu), dm.y * f32((pair >> 8u) & 0xffu));
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let q = w_quants(raw, u);
+    let s = w_scales(raw, u);
+    return W8(q.a * s.x - s.y, q.b * s.x - s.y);
 }
 
 // dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
 // applied once to the dot product of its integer quants instead of to each weight.
 fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
-    let dm = unpack2x16float(raw.x);
-    let s = u % 32u;
-    let j = 2u * (s / 8u) + (s % 8u) / 4u;
-    let pair = raw.y >> (16u * (j % 2u));
-    let shift = 4u * ((s % 8u) / 4u);
-    let q = dot8(W8(nibbles4(raw.z, shift), nibbles4(raw.w, shift)), x);
-    return dm.x * f32(pair & 0xffu) * q - dm.y * f32((pair >> 8u) & 0xffu) * xs;
+    let s = w_scales(raw, u);
+    return s.x * dot8(w_quants(raw, u), x) - s.y * xs;
 }
 
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {

@@ -16,24 +16,26 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>(w[base], w[base + 1u], w[q], w[q + 1u]);
 }
 
-fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
-    let d = unpack2x16float(raw.x).x;
+// Unit u's eight 5-bit quants q as f32: the weight is d * (q - 16).
+fn w_quants(raw: vec4<u32>, u: u32) -> W8 {
     let s = u % 4u;
     let shift = 4u * (s >> 1u);
-    let a = vec4<f32>(nibbles4u(raw.z, shift) | fifth_bits4u(raw.y, 8u * s)) - 16.0;
-    let b = vec4<f32>(nibbles4u(raw.w, shift) | fifth_bits4u(raw.y, 8u * s + 4u)) - 16.0;
-    return W8(a * d, b * d);
+    return W8(
+        vec4<f32>(nibbles4u(raw.z, shift) | fifth_bits4u(raw.y, 8u * s)),
+        vec4<f32>(nibbles4u(raw.w, shift) | fifth_bits4u(raw.y, 8u * s + 4u)),
+    );
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let d = unpack2x16float(raw.x).x;
+    let q = w_quants(raw, u);
+    return W8((q.a - 16.0) * d, (q.b - 16.0) * d);
 }
 
 // dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
 // applied once to the dot product of its integer quants instead of to each weight.
 fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
-    let d = unpack2x16float(raw.x).x;
-    let s = u % 4u;
-    let shift = 4u * (s >> 1u);
-    let a = vec4<f32>(nibbles4u(raw.z, shift) | fifth_bits4u(raw.y, 8u * s));
-    let b = vec4<f32>(nibbles4u(raw.w, shift) | fifth_bits4u(raw.y, 8u * s + 4u));
-    return d * (dot8(W8(a, b), x) - 16.0 * xs);
+    return unpack2x16float(raw.x).x * (dot8(w_quants(raw, u), x) - 16.0 * xs);
 }
 
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {

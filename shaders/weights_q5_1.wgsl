@@ -13,24 +13,27 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>(w[base], w[base + 1u], w[q], w[q + 1u]);
 }
 
-fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
-    let dm = unpack2x16float(raw.x);
+// Unit u's eight 5-bit quants q as f32: the weight is d * q + m.
+fn w_quants(raw: vec4<u32>, u: u32) -> W8 {
     let s = u % 4u;
     let shift = 4u * (s >> 1u);
-    let a = vec4<f32>(nibbles4u(raw.z, shift) | fifth_bits4u(raw.y, 8u * s));
-    let b = vec4<f32>(nibbles4u(raw.w, shift) | fifth_bits4u(raw.y, 8u * s + 4u));
-    return W8(a * dm.x + dm.y, b * dm.x + dm.y);
+    return W8(
+        vec4<f32>(nibbles4u(raw.z, shift) | fifth_bits4u(raw.y, 8u * s)),
+        vec4<f32>(nibbles4u(raw.w, shift) | fifth_bits4u(raw.y, 8u * s + 4u)),
+    );
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let dm = unpack2x16float(raw.x);
+    let q = w_quants(raw, u);
+    return W8(q.a * dm.x + dm.y, q.b * dm.x + dm.y);
 }
 
 // dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
 // applied once to the dot product of its integer quants instead of to each weight.
 fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
     let dm = unpack2x16float(raw.x);
-    let s = u % 4u;
-    let shift = 4u * (s >> 1u);
-    let a = vec4<f32>(nibbles4u(raw.z, shift) | fifth_bits4u(raw.y, 8u * s));
-    let b = vec4<f32>(nibbles4u(raw.w, shift) | fifth_bits4u(raw.y, 8u * s + 4u));
-    return dm.x * dot8(W8(a, b), x) + dm.y * xs;
+    return dm.x * dot8(w_quants(raw, u), x) + dm.y * xs;
 }
 
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {

@@ -17,28 +17,33 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>(w[base], w[base + 1u + s / 8u], w[base + 5u + s], w[base + 37u + s / 4u]);
 }
 
-fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+// Unit u's eight 5-bit quants as f32, and its (scale, min) = (d * scale, dmin * min): the
+// weight is q * scale - min.
+fn w_quants(raw: vec4<u32>, u: u32) -> W8 {
+    let fifth = 8u * ((u % 32u) % 4u);
+    return W8(
+        vec4<f32>(nibbles4u(raw.z, 0u) | fifth_bits4u(raw.w, fifth)),
+        vec4<f32>(nibbles4u(raw.z, 4u) | fifth_bits4u(raw.w, fifth + 4u)),
+    );
+}
+
+fn w_scales(raw: vec4<u32>, u: u32) -> vec2<f32> {
     let dm = unpack2x16float(raw.x);
-    let s = u % 32u;
-    let pair = raw.y >> (16u * ((s / 4u) % 2u));
-    let d1 = dm.x * f32(pair & 0xffu);
-    let m1 = dm.y * f32((pair >> 8u) & 0xffu);
-    let fifth = 8u * (s % 4u);
-    let a = vec4<f32>(nibbles4u(raw.z, 0u) | fifth_bits4u(raw.w, fifth));
-    let b = vec4<f32>(nibbles4u(raw.z, 4u) | fifth_bits4u(raw.w, fifth + 4u));
-    return W8(a * d1 - m1, b * d1 - m1);
+    let pair = raw.y >> (16u * (((u % 32u) / 4u) % 2u));
+    return vec2<f32>(dm.x * f32(pair & 0xffu), dm.y * f32((pair >> 8u) & 0xffu));
+}
+
+fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
+    let q = w_quants(raw, u);
+    let s = w_scales(raw, u);
+    return W8(q.a * s.x - s.y, q.b * s.x - s.y);
 }
 
 // dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
 // applied once to the dot product of its integer quants instead of to each weight.
 fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
-    let dm = unpack2x16float(raw.x);
-    let s = u % 32u;
-    let pair = raw.y >> (16u * ((s / 4u) % 2u));
-    let fifth = 8u * (s % 4u);
-    let a = vec4<f32>(nibbles4u(raw.z, 0u) | fifth_bits4u(raw.w, fifth));
-    let b = vec4<f32>(nibbles4u(raw.z, 4u) | fifth_bits4u(raw.w, fifth + 4u));
-    return dm.x * f32(pair & 0xffu) * dot8(W8(a, b), x) - dm.y * f32((pair >> 8u) & 0xffu) * xs;
+    let s = w_scales(raw, u);
+    return s.x * dot8(w_quants(raw, u), x) - s.y * xs;
 }
 
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {

@@ -12,16 +12,21 @@ fn w_fetch(row: u32, u: u32, k: u32) -> vec4<u32> {
     return vec4<u32>(w[base], w[q], w[q + 1u], 0u);
 }
 
+// Unit u's eight signed 8-bit quants as f32: the weight is d * q.
+fn w_quants(raw: vec4<u32>, u: u32) -> W8 {
+    return W8(i8x4(raw.y), i8x4(raw.z));
+}
+
 fn w_decode(raw: vec4<u32>, row: u32, u: u32, k: u32) -> W8 {
     let d = unpack2x16float(raw.x).x;
-    return W8(i8x4(raw.y) * d, i8x4(raw.z) * d);
+    let q = w_quants(raw, u);
+    return W8(q.a * d, q.b * d);
 }
 
 // dot(unit u's 8 weights, x) given xs = the sum of x's 8 values: the unit's scale (and offset)
 // applied once to the dot product of its integer quants instead of to each weight.
 fn w_dot8(raw: vec4<u32>, row: u32, u: u32, k: u32, x: W8, xs: f32) -> f32 {
-    let d = unpack2x16float(raw.x).x;
-    return d * dot8(W8(i8x4(raw.y), i8x4(raw.z)), x);
+    return unpack2x16float(raw.x).x * dot8(w_quants(raw, u), x);
 }
 
 fn w_load8(row: u32, u: u32, k: u32) -> W8 {
