@@ -12,7 +12,7 @@
 //!
 //! On lavapipe (CI) a generation of 64 tokens takes minutes, so each strategy is its own test
 //! with its own prompts (`CI_PROMPTS`), teacher forcing (the prefill path every strategy shares)
-//! covers four of the short prompts (`CI_FORCED`), and each generation stops at the rule's last
+//! covers two of the short prompts (`CI_FORCED`), and each generation stops at the rule's last
 //! token. `FUSELM_EXACT_ALL=1` runs every strategy and teacher forcing on all ten prompts and
 //! measures the f16 KV cache (done on the GPU machine: `bench/gpu exact-reference`).
 //!
@@ -34,24 +34,26 @@ const TOP5_TOLERANCE: f64 = 2e-3;
 const LLAMA_CPP_NOISE: f64 = 0.6;
 const MAX_TOKENS: usize = 64;
 /// Prompts (indices into the fixture) each strategy generates from on CI: fused (the default on
-/// GPUs, ~3 s per SmolLM2 token on lavapipe) on the shortest prompt (its rule covers 30
-/// tokens), unfused (the fastest here) on a ~270-token prompt, the megakernel (~2.5 s per
-/// position) on the code prompt (17 tokens). The grid megakernel's code path is checked on the
-/// synthetic models (lavapipe runs it with one workgroup); on SmolLM2 on GPUs
+/// GPUs) on the shortest prompt (its rule covers 30 tokens), unfused on a plain prompt whose rule
+/// covers 39, the megakernel on the code prompt (17 tokens). The grid megakernel's code path is
+/// checked on the synthetic models (lavapipe runs it with one workgroup); on SmolLM2 on GPUs
 /// (FUSELM_EXACT_ALL, every strategy on all ten prompts). Fused across a 256-position
 /// attention chunk is checked against the CPU reference in tests/model_synthetic.rs.
 /// 2026-11-28: fused ran the 64-token chat prompt (194 s of CI) and the megakernel the
-/// 30-token one (87 s); the decode kernels are the same whatever the prompt.
+/// 30-token one (87 s); the decode kernels are the same whatever the prompt. 2026-11-29: unfused
+/// ran the ~270-token prompt 9 (174–871 s of CI by the machine; its prefill is the batched path
+/// teacher forcing checks), now prompt 5.
 const CI_PROMPTS: [(Strategy, &[usize]); 3] = [
     (Strategy::Fused, &[0]),
-    (Strategy::Unfused, &[9]),
+    (Strategy::Unfused, &[5]),
     (Strategy::Megakernel, &[2]),
 ];
-/// Prompts whose reference sequence is teacher-forced on CI: four of the eight short ones, a
-/// chat prompt among them (35–104 positions; all eight took 290 s of CI, 2026-11-28). The two
-/// long prompts' ~340 positions each cost as much again on lavapipe; prompt 9's prefill is
-/// checked by the unfused greedy test, everything with FUSELM_EXACT_ALL=1.
-const CI_FORCED: [usize; 4] = [0, 2, 6, 7];
+/// Prompts whose reference sequence is teacher-forced on CI: a plain and a chat prompt of the
+/// eight short ones (35 and 104 positions). Four of them (279 positions) took 121–862 s of CI
+/// by the machine (2026-11-29: lavapipe's speed differs ~3× between this project's machines);
+/// the two long prompts' ~340 positions each cost as much again. Everything with
+/// FUSELM_EXACT_ALL=1 (the GPU machine).
+const CI_FORCED: [usize; 2] = [0, 7];
 
 fn load(path: &str) -> Vec<GreedyCase> {
     let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
@@ -303,17 +305,18 @@ fn f16_kv_cache_agreement_is_measured() {
     });
 }
 
-/// llama.cpp cross-check: fused greedy ids up to llama.cpp's first margin below its noise (one
-/// prompt on CI, five with `FUSELM_EXACT_ALL=1`).
+/// llama.cpp cross-check: fused greedy ids up to llama.cpp's first margin below its noise, on
+/// five prompts. GPU machine only (`FUSELM_EXACT_ALL=1`): fused meets the exact reference above
+/// on CI, and this looser check cost 122 s of lavapipe there for one prompt (2026-11-29).
 #[test]
 fn fused_agrees_with_llama_cpp_before_its_noise() {
+    if !exact_all() {
+        println!("skipped: FUSELM_EXACT_ALL=1 runs it (the GPU machine)");
+        return;
+    }
     pollster::block_on(async {
         let mut gpu = load_model(&options()).await;
-        let all = exact_all();
-        for case in load("llama.cpp/smollm2/greedy.jsonl")
-            .into_iter()
-            .take(if all { 5 } else { 1 })
-        {
+        for case in load("llama.cpp/smollm2/greedy.jsonl").into_iter().take(5) {
             let n_noise = case.first_below(LLAMA_CPP_NOISE).min(case.greedy_ids.len());
             let got = greedy(&mut gpu, Strategy::Fused, &case.prompt_ids, n_noise).await;
             let n = n_noise.min(got.len());
