@@ -133,7 +133,9 @@ fn rope_partner(d: u32) -> u32 {
     return d ^ 1u;
 }
 
-fn rotate(mine: f32, other: f32, d: u32, pos: u32) -> f32 {
+// The query's and the new key's value at dim `d` rotated together: one angle (a chain of up to
+// n_rot / 2 multiplies and a sin/cos) serves both. `mine` and `other` hold (query, key).
+fn rotate2(mine: vec2<f32>, other: vec2<f32>, d: u32, pos: u32) -> vec2<f32> {
     if d >= N_ROT {
         return mine;
     }
@@ -237,17 +239,15 @@ fn main(
             kn_sh[lid] = kv * sk * vecs[p.k_norm_off + lid];
         }
         workgroupBarrier();
-        var qr = 0.0;
-        var kr = 0.0;
+        var qk = vec2<f32>(0.0);
         if lid < HEAD_DIM {
             let o = rope_partner(lid);
-            qr = rotate(qn_sh[lid], qn_sh[o], lid, pos);
-            kr = rotate(kn_sh[lid], kn_sh[o], lid, pos);
+            qk = rotate2(vec2<f32>(qn_sh[lid], kn_sh[lid]), vec2<f32>(qn_sh[o], kn_sh[o]), lid, pos);
         }
         workgroupBarrier();
         if lid < HEAD_DIM {
-            qn_sh[lid] = qr * p.scale;
-            kn_sh[lid] = kr;
+            qn_sh[lid] = qk.x * p.scale;
+            kn_sh[lid] = qk.y;
         }
         workgroupBarrier();
         if lid < HD4 {
