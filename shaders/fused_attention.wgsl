@@ -45,8 +45,9 @@
 // KV group's new key (per-head RMS norm: one workgroup reduction over head_dim) and rotates
 // both here, and the KV append stores the rotated key. A sliding window (p.window > 0: gemma3's
 // local layers) masks positions below len - window; chunks wholly below it contribute m = -max, l =
-// 0, which the combine weights to zero. p.scale is the model's attention scale, p.theta_scale the
-// layer's RoPE base (per layer: gemma3's local and global layers differ).
+// 0, which the combine weights to zero. p.scale is the model's attention scale; RoPE's (sin, cos)
+// per pair at this position (per layer: gemma3's local and global layers differ) is in qkv's
+// tail, where fused_qkv put it.
 //
 // O_SPLIT (prepended; kernels::fused_layer::o_split): the variant for single-chunk steps of
 // models whose projection runs in fused_o_proj.wgsl. The grid is one chunk and one block; each
@@ -58,13 +59,9 @@
 struct Params {
     scale: f32,       // the attention scale (1 / sqrt(head_dim) unless the model says otherwise)
     window: u32,      // visible positions of a sliding-window layer; 0: all
-    theta_scale: f32, // freq_base^(-2 / n_rot) (QK_NORM: RoPE happens here)
     eps: f32,
     q_norm_off: u32,  // per-head Q and K norm weights in `vecs` (QK_NORM)
     k_norm_off: u32,
-    rope_off: u32,    // RoPE frequency factors in `vecs` (QK_NORM); NONE: none
-    freq_scale: f32,  // RoPE angle scale (1 / linear scaling factor)
-    mscale: f32,      // multiplies RoPE's cos and sin
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
@@ -73,7 +70,7 @@ struct Params {
 @group(0) @binding(0) var<uniform> lp: array<Params, N_LAYER>; // one per layer
 var<private> p: Params; // this layer's
 @group(0) @binding(1) var<storage, read> state: State;
-@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;             // [(n_q + 2 n_kv) / 4]
+@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;             // [(n_q + 2 n_kv (+ n_rot: QK_NORM)) / 4]
 @group(0) @binding(3) var<storage, read_write> k_cache: array<vec4<kv_t>>;  // [n_head_kv, n_ctx, head_dim / 4]
 @group(0) @binding(4) var<storage, read_write> v_cache: array<vec4<kv_t>>;  // [n_head_kv, n_ctx, head_dim / 4]
 @group(0) @binding(5) var<storage, read> wo: array<u32>;                    // [n_embd, n_head * head_dim]
@@ -133,9 +130,9 @@ fn rope_partner(d: u32) -> u32 {
     return d ^ 1u;
 }
 
-// The query's and the new key's value at dim `d` rotated together: one angle (a chain of up to
-// n_rot / 2 multiplies and a sin/cos) serves both. `mine` and `other` hold (query, key).
-fn rotate2(mine: vec2<f32>, other: vec2<f32>, d: u32, pos: u32) -> vec2<f32> {
+// The query's and the new key's value at dim `d` rotated together. `mine` and `other` hold
+// (query, key); the pair's (sin, cos) at this position is in qkv's tail (fused_qkv computed it).
+fn rotate2(mine: vec2<f32>, other: vec2<f32>, d: u32) -> vec2<f32> {
     if d >= N_ROT {
         return mine;
     }
@@ -145,11 +142,8 @@ fn rotate2(mine: vec2<f32>, other: vec2<f32>, d: u32, pos: u32) -> vec2<f32> {
         pair = d % (N_ROT / 2u);
         first = d < N_ROT / 2u;
     }
-    var factor = 1.0;
-    if p.rope_off != NONE {
-        factor = vecs[p.rope_off + pair];
-    }
-    let sc = rope_sincos(rope_theta(pos, pair, p.theta_scale), factor, p.freq_scale, p.mscale);
+    let t = N_Q + 2u * N_KV + 2u * pair;
+    let sc = vec2<f32>(qkv1(t), qkv1(t + 1u));
     let x0 = select(other, mine, first);
     let x1 = select(mine, other, first);
     return select(x0 * sc.x + x1 * sc.y, x0 * sc.y - x1 * sc.x, first);
@@ -242,7 +236,7 @@ fn main(
         var qk = vec2<f32>(0.0);
         if lid < HEAD_DIM {
             let o = rope_partner(lid);
-            qk = rotate2(vec2<f32>(qn_sh[lid], kn_sh[lid]), vec2<f32>(qn_sh[o], kn_sh[o]), lid, pos);
+            qk = rotate2(vec2<f32>(qn_sh[lid], kn_sh[lid]), vec2<f32>(qn_sh[o], kn_sh[o]), lid);
         }
         workgroupBarrier();
         if lid < HEAD_DIM {

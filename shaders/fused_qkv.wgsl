@@ -54,7 +54,7 @@ var<private> p: Params; // this layer's
 @group(0) @binding(4) var<storage, read> wq: array<u32>;           // [n_q, n_embd]
 @group(0) @binding(5) var<storage, read> wk: array<u32>;           // [n_kv, n_embd]
 @group(0) @binding(6) var<storage, read> wv: array<u32>;           // [n_kv, n_embd]
-@group(0) @binding(7) var<storage, read_write> qkv: array<f32>;    // [n_q + 2 n_kv]
+@group(0) @binding(7) var<storage, read_write> qkv: array<f32>;    // [n_q + 2 n_kv (+ n_rot: QK_NORM)]
 
 const WG: u32 = 256u;
 const ROWS: u32 = WG / LANES; // row slots per workgroup (LANES: kernels::fused_layer::lanes_for)
@@ -168,6 +168,20 @@ fn main(
     }
     if workgroupUniformLoad(&flag_sh) != 0u {
         return;
+    }
+    // QK_NORM: fused_attention rotates the normalised query and key; RoPE's (sin, cos) of each
+    // pair at this position (a chain of up to n_rot / 2 multiplies and a sin/cos) is computed
+    // once here, by the first workgroup, into qkv's tail, instead of in every attention
+    // workgroup.
+    if QK_NORM && wg.x == 0u && lid < N_ROT / 2u {
+        var factor = 1.0;
+        if p.rope_off != NONE {
+            let fi = p.rope_off + lid;
+            factor = vecs[fi / 4u][fi % 4u];
+        }
+        let sc = rope_sincos(rope_theta(state.pos, lid, p.theta_scale), factor, p.freq_scale, p.mscale);
+        qkv[N_Q + 2u * N_KV + 2u * lid] = sc.x;
+        qkv[N_Q + 2u * N_KV + 2u * lid + 1u] = sc.y;
     }
 
     if delta {

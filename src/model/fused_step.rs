@@ -417,7 +417,7 @@ impl FusedDecode {
         let s = fused_shape(config, acts.n_ctx, ctx);
         s.check_device(ctx)?;
         let buffers = FusedBuffers {
-            qkv: storage(ctx, "fused qkv", u64::from(s.n_q() + 2 * s.n_kv()) * 4),
+            qkv: storage(ctx, "fused qkv", u64::from(s.qkv_len()) * 4),
             part: storage(ctx, "fused attention partials", s.partials_len() * 4),
             x_mid: storage(ctx, "fused x_mid", u64::from(s.n_embd) * 4),
             resid: s

@@ -8,7 +8,7 @@ use super::limits::{
 };
 use super::o_proj::o_split;
 use super::shape::{FusedShape, LayerAttention, LayerVectors};
-use super::vectors::{check_vectors, flag_len, NO_VECTOR};
+use super::vectors::{check_vectors, flag_len};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::kernels::attention::KvFormat;
@@ -25,16 +25,12 @@ use crate::shaders;
 pub struct AttentionParams {
     scale: f32,
     window: u32,
-    theta_scale: f32,
     eps: f32,
     q_norm_off: u32,
     k_norm_off: u32,
-    rope_off: u32,
-    freq_scale: f32,
-    mscale: f32,
     _pad: [u32; 3],
 }
-const _: () = assert!(std::mem::size_of::<AttentionParams>() == 48);
+const _: () = assert!(std::mem::size_of::<AttentionParams>() == 32);
 
 /// Dispatch 2: chunked attention + per-chunk output projection → `part` (+ the KV append with
 /// QK_NORM; else `fused_ffn_down` appends, so this kernel only reads the cache). Two
@@ -99,7 +95,6 @@ impl FusedAttention {
                         "const KP: u32 = {kp}u;\nconst VP: u32 = {vp}u;\nconst O_SPLIT: bool = {split};"
                     ),
                     shaders::COMMON,
-                    shaders::ROPE_MATH,
                     &layer_prelude(ix, x_base, &[("wo", o)], true),
                     shaders::FUSED_ATTENTION,
                 ]),
@@ -154,26 +149,13 @@ impl FusedAttention {
     ) -> Result<AttentionParams> {
         let s = &self.shape;
         let qk = flag_len(s.arch.qk_norm, s.head_dim);
-        let rope = flag_len(layer.rope_factors != NO_VECTOR, s.n_rot / 2);
-        check_vectors(
-            ctx,
-            vecs,
-            &[
-                (layer.q_norm, qk),
-                (layer.k_norm, qk),
-                (layer.rope_factors, rope),
-            ],
-        )?;
+        check_vectors(ctx, vecs, &[(layer.q_norm, qk), (layer.k_norm, qk)])?;
         Ok(AttentionParams {
             scale: attention.scale,
             window: attention.window.unwrap_or(0),
-            theta_scale: s.theta_scale(attention.rope_freq_base),
             eps: s.eps,
             q_norm_off: layer.q_norm,
             k_norm_off: layer.k_norm,
-            rope_off: layer.rope_factors,
-            freq_scale: attention.rope_freq_scale,
-            mscale: attention.rope_mscale,
             _pad: [0; 3],
         })
     }

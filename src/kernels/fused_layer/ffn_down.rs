@@ -94,12 +94,7 @@ impl FusedFfnDown {
         check_buffer(ctx, "fused_ffn_down x_mid", x_mid, u64::from(s.n_embd))?;
         check_buffer(ctx, "fused_ffn_down hidden", hidden, u64::from(s.n_ff))?;
         check_buffer(ctx, "fused_ffn_down x", x, s.residual_len())?;
-        check_buffer(
-            ctx,
-            "fused_ffn_down qkv",
-            qkv,
-            u64::from(s.n_q() + 2 * s.n_kv()),
-        )?;
+        check_buffer(ctx, "fused_ffn_down qkv", qkv, u64::from(s.qkv_len()))?;
         let stacked = self.ix.shared(1, true);
         let buffers = [
             state.into(),

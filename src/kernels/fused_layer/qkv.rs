@@ -198,7 +198,7 @@ impl FusedQkv {
             "fused_qkv: Q/K/V row counts differ from the head geometry",
         )?;
         check_buffer(ctx, "fused_qkv x", x, s.residual_len())?;
-        check_buffer(ctx, "fused_qkv qkv", qkv, u64::from(s.n_q() + 2 * s.n_kv()))?;
+        check_buffer(ctx, "fused_qkv qkv", qkv, u64::from(s.qkv_len()))?;
         let stacked = self.ix.shared(3, false);
         let buffers = [
             state.into(),

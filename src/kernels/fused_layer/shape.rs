@@ -93,6 +93,12 @@ impl FusedShape {
     pub fn n_kv(&self) -> u32 {
         self.n_head_kv * self.head_dim
     }
+    /// The `qkv` buffer's floats: Q, K and V of the step's token, then (with per-head Q/K
+    /// norms, where `fused_attention` rotates) RoPE's (sin, cos) of each pair at the step's
+    /// position, computed once by `fused_qkv`.
+    pub fn qkv_len(&self) -> u32 {
+        self.n_q() + 2 * self.n_kv() + if self.arch.qk_norm { self.n_rot } else { 0 }
+    }
     /// Attention chunk slots per head (enough for the whole cache).
     pub fn max_chunks(&self) -> u32 {
         self.n_ctx.div_ceil(ATTENTION_CHUNK)
