@@ -118,8 +118,7 @@ fn qkv1(i: u32) -> f32 {
     return qkv[i / 4u][i % 4u];
 }
 
-// RoPE of the value `mine` at dim `d` of a head whose pair partner (`rope_partner`) holds
-// `other`: as in fused_qkv.wgsl, x0 is the pair's first member, x1 its second.
+// The dim of a head that RoPE pairs with dim `d` (itself past n_rot).
 fn rope_partner(d: u32) -> u32 {
     if d >= N_ROT {
         return d;
@@ -130,8 +129,9 @@ fn rope_partner(d: u32) -> u32 {
     return d ^ 1u;
 }
 
-// The query's and the new key's value at dim `d` rotated together. `mine` and `other` hold
-// (query, key); the pair's (sin, cos) at this position is in qkv's tail (fused_qkv computed it).
+// The query's and the new key's value at dim `d` rotated together: `mine` holds (query, key) at
+// d, `other` at its partner (`rope_partner`); as in fused_qkv.wgsl, x0 is the pair's first
+// member, x1 its second. The pair's (sin, cos) at this position is in qkv's tail (fused_qkv).
 fn rotate2(mine: vec2<f32>, other: vec2<f32>, d: u32) -> vec2<f32> {
     if d >= N_ROT {
         return mine;

@@ -126,6 +126,16 @@ fn slot_row(slot0: u32, r: u32) -> SlotRow {
     return SlotRow(region, base, head * HEAD_DIM + d, s);
 }
 
+// RoPE's (sin, cos) of rotation pair `pair` at position `pos` with layer params `lq`.
+fn pair_sincos(lq: Params, pos: u32, pair: u32) -> vec2<f32> {
+    var factor = 1.0;
+    if lq.rope_off != NONE {
+        let fi = lq.rope_off + pair;
+        factor = vecs[fi / 4u][fi % 4u];
+    }
+    return rope_sincos(rope_theta(pos, pair, lq.theta_scale), factor, lq.freq_scale, lq.mscale);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -174,12 +184,7 @@ fn main(
     // once here, by the first workgroup, into qkv's tail, instead of in every attention
     // workgroup.
     if QK_NORM && wg.x == 0u && lid < N_ROT / 2u {
-        var factor = 1.0;
-        if p.rope_off != NONE {
-            let fi = p.rope_off + lid;
-            factor = vecs[fi / 4u][fi % 4u];
-        }
-        let sc = rope_sincos(rope_theta(state.pos, lid, p.theta_scale), factor, p.freq_scale, p.mscale);
+        let sc = pair_sincos(p, state.pos, lid);
         qkv[N_Q + 2u * N_KV + 2u * lid] = sc.x;
         qkv[N_Q + 2u * N_KV + 2u * lid + 1u] = sc.y;
     }
@@ -256,14 +261,7 @@ fn main(
                 } else {
                     // Rotate the pair (slots s and s ^ 1, pass slots k and k ^ 1 as ROWS is
                     // even): x0 is the even slot's value, x1 the odd one's.
-                    let pair = cur.s / 2u;
-                    var factor = 1.0;
-                    if p.rope_off != NONE {
-                        let fi = p.rope_off + pair;
-                        factor = vecs[fi / 4u][fi % 4u];
-                    }
-                    let theta = rope_theta(state.pos, pair, p.theta_scale);
-                    let sc = rope_sincos(theta, factor, p.freq_scale, p.mscale);
+                    let sc = pair_sincos(p, state.pos, cur.s / 2u);
                     let even = (cur.s % 2u) == 0u;
                     let other = out_sh[k ^ 1u];
                     let x0 = select(other, v, even);
