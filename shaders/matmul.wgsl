@@ -24,7 +24,8 @@
 //
 // Ragged shapes: units past k, rows past n_rows and tokens past state.n_tokens are stored as
 // zeros and never written out, so a partial last slab (k % 64 != 0: 32 for block formats, any
-// remainder for F32/F16) adds nothing. Grid: x/y = row tiles (folded 2D, `linear_group`), z = token tiles; the grid may
+// remainder for F32/F16) adds nothing; invocations whose tokens are all past state.n_tokens skip
+// the arithmetic (a 5-token prompt's tile costs ~5/16 of a full one's, bit for bit the same). Grid: x/y = row tiles (folded 2D, `linear_group`), z = token tiles; the grid may
 // cover more tokens than state.n_tokens (whole workgroups past it return at once).
 
 struct Params {
@@ -107,6 +108,7 @@ fn main(
     let wsw = ci & 7u;
     let xi = cj * QUADS;
     let xsw = cj & 7u;
+    let live = t0 + cj < n_tokens; // token cj (and so cj + 16) inside the step
 
     // Slab 0's raw words.
     var w_raw = vec4<u32>();
@@ -143,7 +145,9 @@ fn main(
             xb = x_quad(t0 + lt + HALF, c, n_tokens);
         }
 
-        for (var q = 0u; q < QUADS; q++) {
+        // Invocations whose tokens are all past the step compute nothing (their X is zero and
+        // never written out): a short prompt's tile costs its live tokens, not 32.
+        for (var q = 0u; q < select(0u, QUADS, live); q++) {
             let w0 = w_sh[wi + (q ^ wsw)];
             let w1 = w_sh[wi + HALF * QUADS + (q ^ wsw)];
             let x0 = x_sh[xi + (q ^ xsw)];

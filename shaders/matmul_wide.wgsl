@@ -21,7 +21,8 @@
 //
 // Ragged shapes: units past k, rows past n_rows and tokens past state.n_tokens are stored as
 // zeros and never written out. Grid: x/y = row tiles (folded 2D, `linear_group`), z = token
-// tiles; whole workgroups past state.n_tokens return at once.
+// tiles; whole workgroups past state.n_tokens return at once, and invocations whose tokens are
+// all past it skip the arithmetic.
 
 struct Params {
     k: u32,      // values per row (input length)
@@ -88,6 +89,7 @@ fn main(
     // Compute role: rows 4 ci .. + 4, tokens 4 cj .. + 4 of the tile.
     let ci = lid % 16u;
     let cj = lid / 16u;
+    let live = t0 + 4u * cj < n_tokens; // the first of tokens 4 cj .. + 4 inside the step
 
     var w_raw = vec4<u32>();
     if w_ok && lu < units {
@@ -122,7 +124,8 @@ fn main(
             xv = x_eight(x_tok, (s + 1u) * SLAB + 8u * lu, n_tokens);
         }
 
-        for (var kk = 0u; kk < SLAB; kk++) {
+        // Invocations whose four tokens are past the step compute nothing (see matmul.wgsl).
+        for (var kk = 0u; kk < select(0u, SLAB, live); kk++) {
             let a = w_sh[kk * 16u + ci];
             let b = x_sh[kk * 16u + cj];
             acc[0] = fma(a, vec4<f32>(b.x), acc[0]);
