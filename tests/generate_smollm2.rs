@@ -43,17 +43,21 @@ const MAX_TOKENS: usize = 64;
 /// 30-token one (87 s); the decode kernels are the same whatever the prompt. 2026-11-29: unfused
 /// ran the ~270-token prompt 9 (174–871 s of CI by the machine; its prefill is the batched path
 /// teacher forcing checks), now prompt 5.
+/// 2026-11-29, later: the megakernel (one workgroup: serial on lavapipe, 217 s of CI on a slow
+/// machine) checks the rule's first `CI_MEGAKERNEL_TOKENS` ids on CI, its whole rule on GPUs.
 const CI_PROMPTS: [(Strategy, &[usize]); 3] = [
     (Strategy::Fused, &[0]),
     (Strategy::Unfused, &[5]),
     (Strategy::Megakernel, &[2]),
 ];
-/// Prompts whose reference sequence is teacher-forced on CI: a plain and a chat prompt of the
-/// eight short ones (35 and 104 positions). Four of them (279 positions) took 121–862 s of CI
-/// by the machine (2026-11-29: lavapipe's speed differs ~3× between this project's machines);
-/// the two long prompts' ~340 positions each cost as much again. Everything with
-/// FUSELM_EXACT_ALL=1 (the GPU machine).
-const CI_FORCED: [usize; 2] = [0, 7];
+const CI_MEGAKERNEL_TOKENS: usize = 8;
+/// Prompts whose reference sequence is teacher-forced on CI: the two shortest sequences (35 and
+/// 25 positions: one and two 32-token tiles of the prefill matmul). Four of them (279 positions)
+/// took 121–862 s of CI by the machine (2026-11-29: lavapipe's speed differs ~3× between this
+/// project's machines), a plain and a chat prompt (0 and 7, 139 positions) 226 s on the slow
+/// one; the ids of a chat prompt are ids like any other here (rendering: tests/chat_template.rs,
+/// tests/text_model.rs). Everything with FUSELM_EXACT_ALL=1 (the GPU machine).
+const CI_FORCED: [usize; 2] = [0, 2];
 
 fn load(path: &str) -> Vec<GreedyCase> {
     let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
@@ -126,10 +130,13 @@ fn greedy_meets_the_exact_reference(strategy: Strategy) {
         assert_eq!(cases.len(), 10);
         for index in prompts {
             let case = &cases[index];
-            let n_rule = case
+            let mut n_rule = case
                 .first_below(MARGIN)
                 .min(MAX_TOKENS)
                 .min(case.greedy_ids.len());
+            if strategy == Strategy::Megakernel && !exact_all() {
+                n_rule = n_rule.min(CI_MEGAKERNEL_TOKENS);
+            }
             let got = greedy(&mut gpu, strategy, &case.prompt_ids, n_rule).await;
             let n = n_rule.min(got.len());
             assert_eq!(
