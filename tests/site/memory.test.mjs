@@ -1,4 +1,4 @@
-// Leaks, measured in one page: 120 consecutive generations with the tiny random model
+// Leaks, measured in one page: 40 consecutive generations with the tiny random model
 // (tiny-model.mjs; streamed, text(), chat completions, aborted ones; fused and unfused) must leave
 // the live GPU buffers, the JS heap and the wasm memory where they were after generation 10;
 // `model.dispose()` must give the GPU memory back.
@@ -10,16 +10,25 @@ import { launch } from "./chromium.mjs";
 import { liveBuffers, trackGpuBuffers } from "./gpu-buffers.mjs";
 import { assertNoProblems, ensureTinyModel, openPage, startServer } from "./page.mjs";
 
-const generations = 120;
+// A multiple of 8 (each kind on each strategy equally often) whose half is a multiple of 10 (the
+// sample points). Generation 10 and the last both end on fused, so their live buffers compare.
+const generations = 40;
 const half = generations / 2;
-// Measured on SwiftShader (2026-11-23, 200 generations): +117 KB from generation 10 to 200, +22 KB
-// from 100 to 200 (V8 feedback and code as the four kinds warm up; it flattens). 2026-11-29, 120
-// generations: +133 KB from 10 to 120, +28 KB from 60 to 120, in 59 s (200 took 135 s of CI,
-// most of it the fused strategy on SwiftShader). A leak of 1 KB per generation breaks the second
-// bound.
-const heapGrowthBound = 256 * 1024; // bytes the JS heap may grow from generation 10 to the last
-const heapSecondHalfBound = 48 * 1024; // ... and over the second half
-const wasmGrowthBound = 1024 * 1024; // bytes the wasm linear memory may grow meanwhile
+// The page runs without V8's optimizing tiers (--no-opt --no-maglev --no-sparkplug): their code
+// and feedback grew the heap by V8's own warm-up, which is not ours to bound. With them (SwiftShader,
+// 2026-11-29) the heap grew +133 KB from generation 10 to 120 and +28 KB from 60 to 120, in steps
+// (+37, +15, +47 KB over generations 10-20-30-40, +4 from 40 to 60), so catching a leak of 1 KB
+// per generation took 120 generations (79 s, most of the test). Without them, the same day:
+// +3.0, +1.2, +3.9 KB over 10-20-30-40 (+8.1 KB from 10 to 40, +5.1 KB from 20 to 40), the same
+// bytes on every run. Our code's objects are the same in the interpreter, so a leak is too: one of
+// 1 KB per generation adds 30 KB over generations 10-40 and 20 KB over 20-40, breaking both bounds
+// (a leak of 0.55 KB per generation already breaks the second); the bounds leave 2-3x the measured
+// growth for noise.
+const heapGrowthBound = 32 * 1024; // bytes the JS heap may grow from generation 10 to the last
+const heapSecondHalfBound = 16 * 1024; // ... and over the second half
+// The wasm memory did not grow at all (2,031,616 bytes from generation 10 to 120, and to 40): a
+// leak of 9 KB per generation breaks this within the 30 generations.
+const wasmGrowthBound = 256 * 1024; // bytes the wasm linear memory may grow meanwhile
 const disposeSlack = 64 * 1024; // bytes of live buffers allowed to survive dispose()
 
 let server, base, tiny;
@@ -86,7 +95,7 @@ async function generate({ from, to }) {
 }
 
 test(`${generations} generations in one page: flat GPU buffers, JS heap and wasm memory; dispose frees the GPU memory`, async () => {
-  const browser = await launch({ args: ["--js-flags=--expose-gc", "--enable-precise-memory-info"] });
+  const browser = await launch({ args: ["--js-flags=--expose-gc --no-opt --no-maglev --no-sparkplug", "--enable-precise-memory-info"] });
   try {
     const { page, problems } = await openPage(browser, `${base}/examples/site/chat.html`, { init: trackGpuBuffers });
     const { beforeLoad, afterLoad } = await page.evaluate(setup, tiny);
