@@ -25,8 +25,9 @@
 // Ragged shapes: units past k, rows past n_rows and tokens past state.n_tokens are stored as
 // zeros and never written out, so a partial last slab (k % 64 != 0: 32 for block formats, any
 // remainder for F32/F16) adds nothing; invocations whose tokens are all past state.n_tokens skip
-// the arithmetic (a 5-token prompt's tile costs ~5/16 of a full one's, bit for bit the same). Grid: x/y = row tiles (folded 2D, `linear_group`), z = token tiles; the grid may
-// cover more tokens than state.n_tokens (whole workgroups past it return at once).
+// the arithmetic (a 5-token prompt's tile does ~5/16 of a full one's, the same values). Grid:
+// x/y = row tiles (folded 2D, `linear_group`), z = token tiles; the grid may cover more tokens
+// than state.n_tokens (whole workgroups past it return at once).
 
 struct Params {
     k: u32,      // values per row (input length)
