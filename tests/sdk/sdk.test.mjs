@@ -635,7 +635,18 @@ test("worker mode: same API and ids, streaming and abort across the boundary, ma
     const createdBefore = window.__gpuBuffers().created;
     const phases = new Set();
     const m = await window.f.loadModel(url, { worker: true, nCtx: 256, onProgress: (p) => phases.add(p.phase) });
-    // The main thread keeps ticking while the worker generates.
+    // The main thread stays free while the worker generates: no long task (a main-thread task
+    // over 50 ms) while it runs. A timer's longest gap was the measure before; on a loaded
+    // 2-core CI host it also counted the renderer waiting for a core (CI failed at 250 ms) and
+    // is only reported now. The observer must see a deliberate 120 ms task first, so the check
+    // cannot pass in a browser that reports no long tasks.
+    const longTasks = [];
+    const observer = new PerformanceObserver((list) => longTasks.push(...list.getEntries().map((e) => e.duration)));
+    observer.observe({ type: "longtask" });
+    const busyUntil = performance.now() + 120;
+    while (performance.now() < busyUntil);
+    await new Promise((r) => setTimeout(r, 50));
+    const probe = longTasks.splice(0);
     let gap = 0, last = performance.now();
     const timer = setInterval(() => {
       const now = performance.now();
@@ -646,6 +657,9 @@ test("worker mode: same API and ids, streaming and abort across the boundary, ma
     const chunks = [];
     for await (const c of g) chunks.push(c);
     clearInterval(timer);
+    await new Promise((r) => setTimeout(r, 50));
+    observer.disconnect();
+    const during = longTasks.splice(0);
     const r = await g.result();
     const ac = new AbortController();
     const long = m.generate("Hello", { maxTokens: 200, chunkTokens: 2, signal: ac.signal });
@@ -661,7 +675,7 @@ test("worker mode: same API and ids, streaming and abort across the boundary, ma
     const mainThreadBuffers = window.__gpuBuffers().created - createdBefore;
     await m.dispose();
     const disposed = await m.generate("Hi").result().then(() => "resolved", (e) => e.kind);
-    return { expected, phases: [...phases], chunks, r, gap, abortKind, seen, chat, tokens, prepared, mainThreadBuffers, disposed };
+    return { expected, phases: [...phases], chunks, r, gap, probe, during, abortKind, seen, chat, tokens, prepared, mainThreadBuffers, disposed };
   }, model);
   assert.deepEqual(out.r.tokens, out.expected, "the worker's seeded ids equal the main thread's");
   assert.deepEqual(out.phases, ["download", "parse", "upload", "compile"]);
@@ -673,8 +687,9 @@ test("worker mode: same API and ids, streaming and abort across the boundary, ma
   assert.ok(!out.prepared.cached && out.prepared.states > 0, `prepared in the worker: ${JSON.stringify(out.prepared)}`);
   assert.equal(out.mainThreadBuffers, 0, "no GPU buffer is created on the main thread in worker mode");
   assert.equal(out.disposed, "invalid-argument");
-  assert.ok(out.gap < 250, `main thread stalled ${out.gap.toFixed(0)} ms`);
-  console.log(`worker mode: longest main-thread timer gap during generation ${out.gap.toFixed(1)} ms`);
+  assert.ok(out.probe.some((d) => d >= 120), `the long-task observer saw the deliberate 120 ms task: ${JSON.stringify(out.probe)}`);
+  assert.deepEqual(out.during, [], "no main-thread task over 50 ms while the worker generates");
+  console.log(`worker mode: no long task on the main thread; longest timer gap ${out.gap.toFixed(1)} ms (not asserted: it counts waiting for a core)`);
   assertNoProblems(problems);
 });
 
