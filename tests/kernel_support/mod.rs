@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test binary uses a subset
 
 use fuselm::gguf::{dequantize, quantize_q4_0, quantize_q4_1, quantize_q8_0, GgmlType};
-use fuselm::gpu::{read_buffer, GpuContext};
+use fuselm::gpu::{read_buffer, ContextOptions, GpuContext};
 use fuselm::kernels::{DecodeState, WeightFormat};
 use wgpu::util::DeviceExt;
 
@@ -42,8 +42,36 @@ pub fn report(line: &str) {
     println!("{line}");
 }
 
+/// A context with the default options: [`context_with`].
 pub async fn context() -> GpuContext {
-    GpuContext::new().await.expect("a GPU context")
+    context_with(ContextOptions::default()).await
+}
+
+/// A context with `options`. In the browser every test of a binary runs in one page, one after
+/// another, and gets a context on one device: a kernel one test compiled (the device's pipeline
+/// cache) is not compiled again by the next, which on SwiftShader costs ~1–6 s a kernel.
+/// Natively each test is a process of its own (nextest), with a device of its own.
+pub async fn context_with(options: ContextOptions) -> GpuContext {
+    #[cfg(target_arch = "wasm32")]
+    {
+        thread_local! {
+            static ROOT: std::cell::RefCell<Option<GpuContext>> = const { std::cell::RefCell::new(None) };
+        }
+        let sibling = ROOT.with(|r| r.borrow().as_ref().map(|root| root.sibling(options)));
+        if let Some(ctx) = sibling {
+            return ctx.expect("a context on the binary's device");
+        }
+        let root = GpuContext::new().await.expect("a GPU context");
+        let ctx = root
+            .sibling(options)
+            .expect("a context on the binary's device");
+        ROOT.with(|r| *r.borrow_mut() = Some(root));
+        ctx
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    GpuContext::with_options(options)
+        .await
+        .expect("a GPU context")
 }
 
 const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
