@@ -147,16 +147,20 @@ fn main(
         }
 
         // Invocations whose tokens are all past the step compute nothing (their X is zero and
-        // never written out): a short prompt's tile costs its live tokens, not 32.
-        for (var q = 0u; q < select(0u, QUADS, live); q++) {
-            let w0 = w_sh[wi + (q ^ wsw)];
-            let w1 = w_sh[wi + HALF * QUADS + (q ^ wsw)];
-            let x0 = x_sh[xi + (q ^ xsw)];
-            let x1 = x_sh[xi + HALF * QUADS + (q ^ xsw)];
-            acc00 = fma(w0, x0, acc00);
-            acc01 = fma(w0, x1, acc01);
-            acc10 = fma(w1, x0, acc10);
-            acc11 = fma(w1, x1, acc11);
+        // never written out): a short prompt's tile costs its live tokens, not 32. A branch
+        // around a loop of constant trip count: with the bound `select(0u, QUADS, live)`
+        // instead, 1,024-token prefill was 3-5% slower on the H200 (Gemma 3 270M; unrolling).
+        if live {
+            for (var q = 0u; q < QUADS; q++) {
+                let w0 = w_sh[wi + (q ^ wsw)];
+                let w1 = w_sh[wi + HALF * QUADS + (q ^ wsw)];
+                let x0 = x_sh[xi + (q ^ xsw)];
+                let x1 = x_sh[xi + HALF * QUADS + (q ^ xsw)];
+                acc00 = fma(w0, x0, acc00);
+                acc01 = fma(w0, x1, acc01);
+                acc10 = fma(w1, x0, acc10);
+                acc11 = fma(w1, x1, acc11);
+            }
         }
         workgroupBarrier();
     }

@@ -124,14 +124,17 @@ fn main(
             xv = x_eight(x_tok, (s + 1u) * SLAB + 8u * lu, n_tokens);
         }
 
-        // Invocations whose four tokens are past the step compute nothing (see matmul.wgsl).
-        for (var kk = 0u; kk < select(0u, SLAB, live); kk++) {
-            let a = w_sh[kk * 16u + ci];
-            let b = x_sh[kk * 16u + cj];
-            acc[0] = fma(a, vec4<f32>(b.x), acc[0]);
-            acc[1] = fma(a, vec4<f32>(b.y), acc[1]);
-            acc[2] = fma(a, vec4<f32>(b.z), acc[2]);
-            acc[3] = fma(a, vec4<f32>(b.w), acc[3]);
+        // Invocations whose four tokens are past the step compute nothing (see matmul.wgsl:
+        // a branch around a loop of constant trip count).
+        if live {
+            for (var kk = 0u; kk < SLAB; kk++) {
+                let a = w_sh[kk * 16u + ci];
+                let b = x_sh[kk * 16u + cj];
+                acc[0] = fma(a, vec4<f32>(b.x), acc[0]);
+                acc[1] = fma(a, vec4<f32>(b.y), acc[1]);
+                acc[2] = fma(a, vec4<f32>(b.z), acc[2]);
+                acc[3] = fma(a, vec4<f32>(b.w), acc[3]);
+            }
         }
         workgroupBarrier();
     }

@@ -16,7 +16,7 @@
 mod common;
 
 use fuselm::gguf::{GgmlType, Gguf};
-use fuselm::gpu::{ContextOptions, GpuContext};
+use fuselm::gpu::ContextOptions;
 use fuselm::model::synthetic::{synthetic_llama, SyntheticSpec};
 use fuselm::model::{CpuReferenceModel, GenerationRequest, GpuModel, LoadOptions, Strategy};
 use fuselm::sampling::SamplingOptions;
@@ -226,7 +226,7 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
             context.tuning.lanes = Some(128);
             context.tuning.qkv_rows_per_lane = Some(if index == 5 { 4 } else { 2 });
         }
-        let ctx = GpuContext::with_options(context).await.expect("gpu");
+        let ctx = common::gpu_context(context).await;
         // max_batch < prompt length: prefill runs in several batches. The wide model and the
         // browser in two of 16: a prefill matmul computes whole 32-token tiles, ~13 s a batch at
         // 3072 wide on lavapipe (four batches of 8 were 53 of its 300 s, each generation's
@@ -478,7 +478,7 @@ async fn small_model() -> GpuModel {
 /// [`small_model`] on a context made with `context`.
 async fn small_model_with(context: ContextOptions) -> GpuModel {
     let bytes = synthetic_llama(&SyntheticSpec::default());
-    let ctx = GpuContext::with_options(context).await.expect("gpu");
+    let ctx = common::gpu_context(context).await;
     let options = LoadOptions {
         n_ctx: Some(64),
         max_batch: Some(8),
@@ -599,7 +599,7 @@ fn llama_cpp_numerics_round_slightly() {
 /// The f16 KV cache (opt-in, needs shader-f16): close to the f32 CPU reference, within f16
 /// rounding of K and V. Skipped where the adapter has no shader-f16 (SwiftShader).
 async fn f16_kv_cache_is_close_to_reference() {
-    let ctx = GpuContext::new().await.expect("gpu");
+    let ctx = common::gpu_context(ContextOptions::default()).await;
     if !ctx.has(wgpu::Features::SHADER_F16) {
         eprintln!("skip: adapter has no shader-f16");
         let bytes = synthetic_llama(&SyntheticSpec::default());
@@ -710,7 +710,7 @@ async fn crosses_attention_chunks(spec: &SyntheticSpec, context: ContextOptions,
     let mut cpu = CpuReferenceModel::from_gguf(&gguf, &bytes).expect("cpu model");
     let vocab = cpu.config.vocab_size;
     let prompt: Vec<u32> = (0..250u32).map(|i| (i * 7919 + 13) % vocab).collect();
-    let ctx = GpuContext::with_options(context).await.expect("gpu");
+    let ctx = common::gpu_context(context).await;
     let options = LoadOptions {
         n_ctx: Some(300),
         max_batch: Some(64),
@@ -844,7 +844,7 @@ async fn phi3_fused_tensors_equal_split_ones() {
     };
     let mut logits = Vec::new();
     for file in [&phi3, &qwen2] {
-        let ctx = GpuContext::new().await.expect("gpu");
+        let ctx = common::gpu_context(ContextOptions::default()).await;
         let mut gpu = GpuModel::load(ctx, file, &options)
             .await
             .expect("gpu model");
@@ -885,9 +885,13 @@ async fn context_shift_follows_the_cpu_reference_in_the_browser() {
         kv_f16: Some(false),
         strategy: None,
     };
-    let mut gpu = GpuModel::load(GpuContext::new().await.unwrap(), &file, &options)
-        .await
-        .unwrap();
+    let mut gpu = GpuModel::load(
+        common::gpu_context(ContextOptions::default()).await,
+        &file,
+        &options,
+    )
+    .await
+    .unwrap();
     for strategy in [Strategy::Unfused] {
         let request = GenerationRequest {
             prompt: &want.prompt,

@@ -48,6 +48,35 @@ macro_rules! native_test {
     };
 }
 
+/// A GPU context with `options`. In the browser every test of a binary runs in one page, one
+/// after another, and gets a context on one device: a kernel one test compiled (the device's
+/// pipeline cache) is not compiled again by the next, which on SwiftShader costs ~1–6 s a
+/// kernel. Natively each test is a process of its own (nextest), with a device of its own.
+#[allow(dead_code)]
+pub async fn gpu_context(options: fuselm::gpu::ContextOptions) -> fuselm::gpu::GpuContext {
+    #[cfg(target_arch = "wasm32")]
+    {
+        use fuselm::gpu::GpuContext;
+        thread_local! {
+            static ROOT: std::cell::RefCell<Option<GpuContext>> = const { std::cell::RefCell::new(None) };
+        }
+        let sibling = ROOT.with(|r| r.borrow().as_ref().map(|root| root.sibling(options)));
+        if let Some(ctx) = sibling {
+            return ctx.expect("a context on the binary's device");
+        }
+        let root = GpuContext::new().await.expect("a GPU context");
+        let ctx = root
+            .sibling(options)
+            .expect("a context on the binary's device");
+        ROOT.with(|r| *r.borrow_mut() = Some(root));
+        ctx
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    fuselm::gpu::GpuContext::with_options(options)
+        .await
+        .expect("a GPU context")
+}
+
 /// The default model (SmolLM2-135M-Instruct Q4_1), fetched and verified by `scripts/fetch-model`
 /// when it is not there yet. Native only: `default_model_bytes` serves both targets.
 #[cfg(not(target_arch = "wasm32"))]

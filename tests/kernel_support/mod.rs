@@ -47,31 +47,9 @@ pub async fn context() -> GpuContext {
     context_with(ContextOptions::default()).await
 }
 
-/// A context with `options`. In the browser every test of a binary runs in one page, one after
-/// another, and gets a context on one device: a kernel one test compiled (the device's pipeline
-/// cache) is not compiled again by the next, which on SwiftShader costs ~1–6 s a kernel.
-/// Natively each test is a process of its own (nextest), with a device of its own.
+/// A context with `options`: [`crate::common::gpu_context`] (one device per browser test binary).
 pub async fn context_with(options: ContextOptions) -> GpuContext {
-    #[cfg(target_arch = "wasm32")]
-    {
-        thread_local! {
-            static ROOT: std::cell::RefCell<Option<GpuContext>> = const { std::cell::RefCell::new(None) };
-        }
-        let sibling = ROOT.with(|r| r.borrow().as_ref().map(|root| root.sibling(options)));
-        if let Some(ctx) = sibling {
-            return ctx.expect("a context on the binary's device");
-        }
-        let root = GpuContext::new().await.expect("a GPU context");
-        let ctx = root
-            .sibling(options)
-            .expect("a context on the binary's device");
-        ROOT.with(|r| *r.borrow_mut() = Some(root));
-        ctx
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    GpuContext::with_options(options)
-        .await
-        .expect("a GPU context")
+    crate::common::gpu_context(options).await
 }
 
 const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
