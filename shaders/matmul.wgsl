@@ -149,7 +149,8 @@ fn main(
         // Invocations whose tokens are all past the step compute nothing (their X is zero and
         // never written out): a short prompt's tile costs its live tokens, not 32. A branch
         // around a loop of constant trip count: with the bound `select(0u, QUADS, live)`
-        // instead, 1,024-token prefill was 3-5% slower on the H200 (Gemma 3 270M; unrolling).
+        // instead, 1,024-token prefill was 2-5% slower on the H200 (SmolLM2, Gemma 3 270M;
+        // bench/results/prefill-dead-tokens-h200-2026-11-29-6a693f7).
         if live {
             for (var q = 0u; q < QUADS; q++) {
                 let w0 = w_sh[wi + (q ^ wsw)];
