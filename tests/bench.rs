@@ -36,8 +36,8 @@ async fn toy_bench_reports_every_strategy() {
     let report = bench(None, &options).await.expect("bench");
     assert_eq!(
         report.results.len(),
-        2 * 2 * 3,
-        "2 sizes × 2 depths × 3 strategies"
+        2 * 3,
+        "2 sizes × 1 depth × 3 strategies"
     );
     for r in &report.results {
         let layers: u32 = if r.workload.contains(" L4") { 4 } else { 1 };
@@ -434,8 +434,8 @@ async fn bench_runs_only_the_strategies_asked() {
     let report = bench(None, &options).await.expect("bench");
     assert_eq!(
         report.results.len(),
-        2 * 2 * 2,
-        "2 sizes × 2 depths × 2 strategies"
+        2 * 2,
+        "2 sizes × 1 depth × 2 strategies"
     );
     for pair in report.results.chunks(2) {
         assert_eq!(pair[0].workload, pair[1].workload);

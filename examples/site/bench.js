@@ -37,7 +37,7 @@ async function identify() {
       $("runs").value = "1";
       $("small-toy").checked = true;
       $("toy-tokens").value = "8";
-      $("adapter").append(" — a CPU adapter: the defaults are a small run (smallest toy sizes, 8 tokens each, one measured run).");
+      $("adapter").append(" — a CPU adapter: the defaults are a small run (the smallest toy sizes at one layer, 8 tokens each, one measured run).");
     }
   } catch {
     // bench() itself reports the typed error when there is no adapter.

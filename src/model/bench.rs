@@ -31,7 +31,8 @@ pub struct GenerationBenchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub toy: Option<bool>,
-    /// Only the smallest toy sizes (d_model 32 and 64), for slow adapters. Default: false.
+    /// Only the smallest toy sizes (d_model 32 and 64) at one layer, for slow adapters. Default:
+    /// false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub small_toy: Option<bool>,
@@ -494,13 +495,17 @@ pub async fn bench_with(
         }
     }
     if options.toy.unwrap_or(model.is_none()) {
-        let sizes: &[u64] = if options.small_toy.unwrap_or(false) {
+        // The small grid is for software adapters, where each toy model's megakernel takes
+        // seconds to compile (4 layers as well: the bench page's CI test 147 s, 2026-11-29).
+        let small = options.small_toy.unwrap_or(false);
+        let sizes: &[u64] = if small {
             &[32, 64]
         } else {
             &[32, 64, 128, 256]
         };
+        let depths: &[u32] = if small { &[1] } else { &[1, 4] };
         for &d in sizes {
-            for layers in [1u32, 4] {
+            for &layers in depths {
                 let spec = SyntheticSpec {
                     n_layers: layers,
                     n_embd: d,

@@ -31,7 +31,7 @@ test("the bench page runs every strategy on the toy grid, charts it and download
 
     // The side-by-side table: one row per workload, a column per strategy.
     const workloads = await page.locator("#side-by-side tbody tr").count();
-    assert.ok(workloads >= 4, `${workloads} workloads`);
+    assert.equal(workloads, 2, "the small grid: d_model 32 and 64 at one layer");
     const header = await page.locator("#side-by-side thead").textContent();
     assert.match(header, /unfused tok\/s/);
     assert.match(header, /fused tok\/s/);
@@ -71,8 +71,8 @@ test("the bench page runs every strategy on the toy grid, charts it and download
 
     // The crossover chart: a line per strategy through every workload, auto's pick ringed.
     // On a software adapter the planner picks the megakernel for these small models.
-    // One line per strategy and depth (L1, L4) across the widths.
-    assert.equal(await page.locator("#crossover svg polyline").count(), 3 * 2);
+    // One line per strategy and depth (the small grid's one) across the widths.
+    assert.equal(await page.locator("#crossover svg polyline").count(), 3);
     assert.equal(await page.locator("#crossover svg circle.point").count(), results.length);
     assert.equal(await page.locator("#crossover svg circle.auto-pick").count(), workloads);
     for (const w of new Set(results.map((r) => r.workload))) {
