@@ -36,8 +36,9 @@ const MAX_TOKENS: usize = 64;
 /// Prompts (indices into the fixture) each strategy generates from on CI: fused (the default on
 /// GPUs) on the shortest prompt (its rule covers 30 tokens), unfused on a plain prompt whose rule
 /// covers 39, the megakernel on the code prompt (17 tokens), each up to its CI cap (the last
-/// field). The grid megakernel's code path is checked on the synthetic models (lavapipe runs it with one workgroup); on SmolLM2 on GPUs
-/// (FUSELM_EXACT_ALL, every strategy on all ten prompts). Fused across a 256-position
+/// field). The grid megakernel's code path is checked on the synthetic models (lavapipe runs it
+/// with one workgroup); on SmolLM2 on GPUs (FUSELM_EXACT_ALL, every strategy on all ten
+/// prompts). Fused across a 256-position
 /// attention chunk is checked against the CPU reference in tests/model_synthetic.rs.
 /// 2026-11-28: fused ran the 64-token chat prompt (194 s of CI) and the megakernel the
 /// 30-token one (87 s); the decode kernels are the same whatever the prompt. 2026-11-29: unfused

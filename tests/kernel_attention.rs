@@ -383,7 +383,7 @@ gpu_test!(kv_store_and_attention_match_reference, attention_cases);
 async fn attention_tiled_cases() {
     let mut options = fuselm::gpu::ContextOptions::default();
     options.tuning.attention_tiled_from = Some(1);
-    let ctx = context_with(options).await;
+    let ctx = common::gpu_context(options).await;
     attention_steps(&ctx, KvFormat::F32).await;
 }
 gpu_test!(tiled_attention_matches_reference, attention_tiled_cases);

@@ -281,7 +281,7 @@ gpu_test!(matmul_tile_edges_match_reference, matmul_tile_edges);
 async fn matmul_wide_tile_edges() {
     let mut options = fuselm::gpu::ContextOptions::default();
     options.tuning.matmul_wide_from = Some(1);
-    let ctx = context_with(options).await;
+    let ctx = common::gpu_context(options).await;
     if cfg!(target_arch = "wasm32") {
         let formats = [WeightFormat::Q4_0, WeightFormat::Q4_K, WeightFormat::F16];
         tile_edges_on(&ctx, &formats, 1).await;

@@ -13,6 +13,21 @@ fn fuselm(args: &[&str]) -> std::process::Output {
         .expect("run fuselm")
 }
 
+/// A fresh temporary directory `fuselm-cli-NAME-PID` holding `fuselm synthetic-model`'s file:
+/// the directory (the caller removes it) and the model's path.
+fn synthetic_model_in(name: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("fuselm-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("synthetic.gguf").to_str().unwrap().to_string();
+    let out = fuselm(&["synthetic-model", &model]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, model)
+}
+
 /// `fuselm generate --json` of `prompt` on `model` with `extra` flags: its JSON and stderr.
 fn generate_json(
     model: &str,
@@ -139,12 +154,8 @@ fn generate_reads_regular_files_and_fits_the_context() {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains("a model must be a GGUF file"), "{stderr}");
     }
-    let dir = std::env::temp_dir().join(format!("fuselm-cli-fits-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let model = dir.join("synthetic.gguf");
-    let model = model.to_str().unwrap();
-    let out = fuselm(&["synthetic-model", model]);
-    assert!(out.status.success(), "{:?}", out);
+    let (dir, model) = synthetic_model_in("fits");
+    let model = model.as_str();
     // Seven bytes: seven prompt tokens.
     let prompt = "hello!!";
     let out = fuselm(&[
@@ -208,16 +219,8 @@ fn generate_reads_regular_files_and_fits_the_context() {
 
 #[test]
 fn generate_calibrates_and_keeps_the_ids() {
-    let dir = std::env::temp_dir().join(format!("fuselm-cli-calibrate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let model = dir.join("synthetic.gguf");
-    let model = model.to_str().unwrap();
-    let out = fuselm(&["synthetic-model", model]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (dir, model) = synthetic_model_in("calibrate");
+    let model = model.as_str();
     let generate = |extra: &[&str]| {
         let (json, stderr) = generate_json(model, "Hello", "8", extra);
         (json["generatedIds"].clone(), stderr)

@@ -42,14 +42,10 @@ pub fn report(line: &str) {
     println!("{line}");
 }
 
-/// A context with the default options: [`context_with`].
+/// A context with the default options ([`crate::common::gpu_context`]: one device per browser
+/// test binary).
 pub async fn context() -> GpuContext {
-    context_with(ContextOptions::default()).await
-}
-
-/// A context with `options`: [`crate::common::gpu_context`] (one device per browser test binary).
-pub async fn context_with(options: ContextOptions) -> GpuContext {
-    crate::common::gpu_context(options).await
+    crate::common::gpu_context(ContextOptions::default()).await
 }
 
 const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE

@@ -9,12 +9,10 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { serve } from "../../scripts/serve.mjs";
 import { launch } from "./chromium.mjs";
-import { ensureTinyModel, tinyModel } from "./page.mjs";
+import { ensureTinyModel, root, tinyModel } from "./page.mjs";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
 const cli = `${root}target/debug/fuselm`;
 const modelPath = tinyModel;
 const prompt = "Hello";
