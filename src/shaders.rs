@@ -28,6 +28,8 @@ pub const RMS_NORM: &str = include_str!("../shaders/rms_norm.wgsl");
 pub const MATVEC: &str = include_str!("../shaders/matvec.wgsl");
 pub const MATMUL: &str = include_str!("../shaders/matmul.wgsl");
 pub const MATMUL_WIDE: &str = include_str!("../shaders/matmul_wide.wgsl");
+/// Composed after `enable f16; enable wgpu_cooperative_matrix;` (kernels::matmul).
+pub const MATMUL_COOP: &str = include_str!("../shaders/matmul_coop.wgsl");
 pub const ROPE: &str = include_str!("../shaders/rope.wgsl");
 pub const ROPE_MATH: &str = include_str!("../shaders/rope_math.wgsl");
 pub const REDUCE_SHARED: &str = include_str!("../shaders/reduce_shared.wgsl");

@@ -270,9 +270,39 @@ fn tile_edges(format: WeightFormat) -> Vec<(usize, usize, usize)> {
 }
 
 async fn matmul_tile_edges() {
-    tile_edges_on(&context().await, &WeightFormat::ALL, usize::MAX).await;
+    let ctx = context().await;
+    tile_edges_on(&ctx, &WeightFormat::ALL, usize::MAX).await;
 }
 gpu_test!(matmul_tile_edges_match_reference, matmul_tile_edges);
+
+/// The same edges through matmul_coop.wgsl where the device has cooperative matrices (the GPU
+/// machine: `bench/gpu test kernel_matmul`); elsewhere the SIMT tiles again.
+#[cfg(not(target_arch = "wasm32"))]
+async fn matmul_coop_tile_edges() {
+    let mut options = fuselm::gpu::ContextOptions::default();
+    options.tuning.matmul_coop = Some(1);
+    let ctx = common::gpu_context(options).await;
+    let q4 = matmul_for(&ctx, WeightFormat::Q4_1, 64, 64).await;
+    assert_eq!(q4.uses_coop(), ctx.coop_matrix_f16());
+    let f32s = matmul_for(&ctx, WeightFormat::F32, 64, 64).await;
+    assert!(!f32s.uses_coop(), "F32 weights stay on the SIMT tiles");
+    println!("cooperative matrices: {}", q4.uses_coop());
+    if q4.uses_coop() {
+        tile_edges_on(&ctx, &WeightFormat::ALL, usize::MAX).await;
+        for (i, (k, n)) in [(576, 576), (576, 1536), (1536, 576)]
+            .into_iter()
+            .enumerate()
+        {
+            let kernel = matmul_for(&ctx, WeightFormat::Q4_1, n, 200).await;
+            check_matmul(&ctx, &kernel, k, n, [200, 64, 5][i], None, 900 + i as u64).await;
+        }
+    }
+}
+#[cfg(not(target_arch = "wasm32"))]
+gpu_test!(
+    matmul_coop_tile_edges_match_reference,
+    matmul_coop_tile_edges
+);
 
 /// The same edges through matmul_wide.wgsl's 64-row x 64-token tiles and 32-value slabs (used
 /// where they number `WIDE_FROM_GROUPS`; forced here for every product). The browser checks the

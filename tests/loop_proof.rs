@@ -329,3 +329,20 @@ fn every_model_kernel_is_proved() {
         }
     });
 }
+
+/// The cooperative-matrix prefill tile (`matmul_coop.wgsl`), compiled only where the adapter has
+/// cooperative matrices (not lavapipe): its loops are proved for every format it runs, so a GPU
+/// compiles it without forced loop bounding.
+#[test]
+fn the_cooperative_matrix_tile_is_proved() {
+    use fuselm::kernels::{MatMul, WeightFormat};
+    for format in WeightFormat::ALL {
+        if matches!(format, WeightFormat::F32 | WeightFormat::BF16) {
+            continue;
+        }
+        let source = MatMul::coop_source(format);
+        if let Err(e) = prove_wgsl(&source, &LIMITS) {
+            panic!("matmul_coop {format:?}: {}", e.describe(Some(&source)));
+        }
+    }
+}

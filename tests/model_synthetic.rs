@@ -383,10 +383,12 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
         .expect("sampling options");
         let mut runs = Vec::new();
         // Seeded sampling across strategies: the sampler sees only logits, so the first model
-        // checks it, natively and in the browser (the wide one's two runs were 110 of its 300 s
-        // on lavapipe).
+        // checks it natively (the wide one's two runs were 110 of its 300 s on lavapipe). In the
+        // browser the SDK's suite holds the megakernel's seeded ids to unfused's (Tint's build of
+        // the sampler), and the generate page fused's and unfused's to the native CLI's: here its
+        // three runs were ~35 of this test's ~105 s on SwiftShader (2026-11-29).
         let mut sampled = vec![(Strategy::Unfused, 1), (Strategy::Fused, 7)];
-        if index != 0 {
+        if index != 0 || browser {
             sampled.clear();
         }
         if mega && !sampled.is_empty() {

@@ -18,6 +18,15 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::MEMORY_DECORATION_COHERENT);
 
+/// Experimental features requested where the adapter has them, natively: cooperative matrices
+/// (tensor cores) for the prefill matrix product (`shaders/matmul_coop.wgsl`). Browsers have no
+/// such feature in wgpu.
+pub const NATIVE_EXPERIMENTAL_FEATURES: wgpu::Features = if cfg!(target_arch = "wasm32") {
+    wgpu::Features::empty()
+} else {
+    wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+};
+
 /// The backends fuselm uses: the browser's WebGPU on wasm32, Vulkan/Metal/DX12 natively.
 pub const BACKENDS: wgpu::Backends = if cfg!(target_arch = "wasm32") {
     wgpu::Backends::BROWSER_WEBGPU
@@ -172,13 +181,22 @@ impl GpuContext {
         options: ContextOptions,
     ) -> Result<Self> {
         options.tuning.check()?;
-        let features = adapter.features() & OPTIONAL_FEATURES;
-        let desc = wgpu::DeviceDescriptor {
+        let features = adapter.features() & (OPTIONAL_FEATURES | NATIVE_EXPERIMENTAL_FEATURES);
+        let mut desc = wgpu::DeviceDescriptor {
             label: Some("fuselm"),
             required_features: features,
             required_limits: adapter.limits(),
             ..Default::default()
         };
+        if features.intersects(NATIVE_EXPERIMENTAL_FEATURES) {
+            // SAFETY: wgpu requires this token for its experimental features. The one requested,
+            // cooperative matrices, is used by one kernel (shaders/matmul_coop.wgsl), compiled
+            // only where `coop_matrix_f16` finds the configuration it uses, and held to the
+            // same CPU references as the SIMT tiles on the GPU machine (bench/gpu); the
+            // SPIR-V of every other module is unchanged by the feature (Naga switches to the
+            // Vulkan memory model only in a module that uses cooperative types).
+            desc.experimental_features = unsafe { wgpu::ExperimentalFeatures::enabled() };
+        }
         // In a browser wgpu cannot ask for `subgroups` (web/sys/subgroups.rs says why).
         #[cfg(target_arch = "wasm32")]
         let request = crate::web::sys::subgroups::request_device(&adapter, &desc);
@@ -362,6 +380,36 @@ impl GpuContext {
         self.shared.subgroups
             && self.info.subgroup_min_size == 32
             && self.info.subgroup_max_size == 32
+    }
+
+    /// Whether the prefill matrix product may run on cooperative matrices
+    /// (`shaders/matmul_coop.wgsl`): the device has them with 16 x 16 x 16 f16 inputs and an
+    /// f32 accumulator, shader-f16, subgroups exactly 32 wide (the kernel's four subgroups of a
+    /// workgroup of 128) and 32 KiB of workgroup memory. Natively only (wgpu has no
+    /// cooperative matrices in browsers).
+    pub fn coop_matrix_f16(&self) -> bool {
+        #[cfg(target_arch = "wasm32")]
+        {
+            false
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            use wgpu::{CooperativeScalarType as T, Features as F};
+            self.has(F::EXPERIMENTAL_COOPERATIVE_MATRIX | F::SHADER_F16)
+                && self.shared.subgroups
+                && self.info.subgroup_min_size == 32
+                && self.info.subgroup_max_size == 32
+                && self.device.limits().max_compute_workgroup_storage_size >= 32 << 10
+                && self
+                    .adapter
+                    .cooperative_matrix_properties()
+                    .iter()
+                    .any(|c| {
+                        (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
+                            && c.ab_type == T::F16
+                            && c.cr_type == T::F32
+                    })
+        }
     }
 
     /// The WGSL `enable` line that subgroup operations need: browsers' WGSL compilers require

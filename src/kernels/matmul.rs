@@ -26,6 +26,11 @@ pub const ROWS_PER_WORKGROUP: u32 = 32;
 /// Tokens and weight rows per workgroup tile in matmul_wide.wgsl (`TOKENS`, `ROWS`).
 pub const WIDE_TOKENS: u32 = 64;
 pub const WIDE_ROWS: u32 = 64;
+/// Weight rows and tokens per workgroup tile in matmul_coop.wgsl (`ROWS`, `TOKENS`).
+pub const COOP_ROWS: u32 = 32;
+pub const COOP_TOKENS: u32 = 64;
+/// The directives matmul_coop.wgsl needs, first in its module.
+const COOP_ENABLES: &str = "enable f16;\nenable wgpu_cooperative_matrix;";
 /// A weight chunk's product uses matmul_wide.wgsl where its 64 x 64 tiles number at least this
 /// many (`KernelTuning::matmul_wide_from` overrides it): below, the 32 x 32 tiles' four times as
 /// many workgroups keep more of the GPU busy. Measured in bench/NOTES.md ("Prefill kernels").
@@ -36,12 +41,17 @@ pub const WIDE_FROM_GROUPS: u32 = 256;
 /// its rows once into workgroup memory (design in `shaders/matmul.wgsl`); a product that makes
 /// at least [`WIDE_FROM_GROUPS`] tiles of 64 x 64 uses those with 4 x 4 outer products per invocation
 /// (`shaders/matmul_wide.wgsl`, compiled only where a product can make that many:
-/// [`MatMul::for_products`]).
+/// [`MatMul::for_products`]). Where the device has cooperative matrices
+/// ([`GpuContext::coop_matrix_f16`]), every product runs on them instead
+/// (`shaders/matmul_coop.wgsl`: 32 rows x 64 tokens a workgroup, each value split into two f16
+/// halves so that the result is f32's; opt-in with `KernelTuning::matmul_coop` 1).
 #[derive(Debug, Clone)]
 pub struct MatMul {
     pipeline: Pipeline,
     /// `None` where no product the kernel was made for makes [`MatMul::wide_from`] wide tiles.
     wide: Option<Pipeline>,
+    /// The cooperative-matrix tile, where the device and the format allow it.
+    coop: Option<Pipeline>,
     format: WeightFormat,
 }
 
@@ -52,8 +62,8 @@ type TileCall = (Bound, (u32, u32));
 #[derive(Debug, Clone)]
 pub struct MatMulCall {
     /// Per weight chunk: the 32 x 32 tile's call and grid, the 64 x 64 tile's (where compiled),
-    /// the rows.
-    chunks: Vec<(TileCall, Option<TileCall>, u32)>,
+    /// the cooperative-matrix tile's (where compiled; it then runs every product), the rows.
+    chunks: Vec<(TileCall, Option<TileCall>, Option<TileCall>, u32)>,
     max_tokens: u32,
     max_dim: u32,
     /// A chunk whose wide tiles number at least this many uses them (0: never).
@@ -84,10 +94,16 @@ impl MatMul {
             Slot::ReadWrite,
         ];
         let pipeline = Pipeline::new(ctx, "matmul", &source, &slots).await?;
+        let coop = if Self::coop_for(ctx, format) {
+            let source = Self::coop_source(format);
+            Some(Pipeline::new(ctx, "matmul_coop", &source, &slots).await?)
+        } else {
+            None
+        };
         let from = Self::wide_from(ctx);
         let most =
             u64::from(max_rows.div_ceil(WIDE_ROWS)) * u64::from(max_tokens.div_ceil(WIDE_TOKENS));
-        let wide = if from > 0 && most >= u64::from(from) {
+        let wide = if coop.is_none() && from > 0 && most >= u64::from(from) {
             let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL_WIDE]);
             Some(Pipeline::new(ctx, "matmul_wide", &source, &slots).await?)
         } else {
@@ -96,12 +112,38 @@ impl MatMul {
         Ok(Self {
             pipeline,
             wide,
+            coop,
             format,
         })
     }
 
     pub fn format(&self) -> WeightFormat {
         self.format
+    }
+
+    /// Whether products of `format` run on cooperative matrices: the device has them
+    /// ([`GpuContext::coop_matrix_f16`]), the tuning asks for them (opt-in until measured
+    /// faster than the SIMT tiles), and the format is not F32 or BF16 (kept on the SIMT tiles).
+    fn coop_for(ctx: &GpuContext, format: WeightFormat) -> bool {
+        ctx.tuning().matmul_coop == Some(1)
+            && !matches!(format, WeightFormat::F32 | WeightFormat::BF16)
+            && ctx.coop_matrix_f16()
+    }
+
+    /// The cooperative-matrix tile's WGSL for weights of `format` (tests/loop_proof.rs proves
+    /// its loops on machines without cooperative matrices).
+    pub fn coop_source(format: WeightFormat) -> String {
+        compose(&[
+            COOP_ENABLES,
+            shaders::COMMON,
+            format.decoder(),
+            shaders::MATMUL_COOP,
+        ])
+    }
+
+    /// Whether this kernel's products run on cooperative matrices.
+    pub fn uses_coop(&self) -> bool {
+        self.coop.is_some()
     }
 
     /// A product whose wide tiles number at least this many uses them (0: never): the
@@ -145,12 +187,17 @@ impl MatMul {
                     Some(p) => Some((p.bind(ctx, &params, &buffers)?, tile(WIDE_ROWS)?)),
                     None => None,
                 };
+                let coop = match &self.coop {
+                    Some(p) => Some((p.bind(ctx, &params, &buffers)?, tile(COOP_ROWS)?)),
+                    None => None,
+                };
                 Ok((
                     (
                         self.pipeline.bind(ctx, &params, &buffers)?,
                         tile(ROWS_PER_WORKGROUP)?,
                     ),
                     wide,
+                    coop,
                     c.rows,
                 ))
             })
@@ -168,10 +215,11 @@ impl MatMulCall {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, n_tokens: u32) -> Result<()> {
         check_tokens("matmul", n_tokens, self.max_tokens)?;
         let wide_z = n_tokens.div_ceil(WIDE_TOKENS);
-        for (narrow, wide, rows) in &self.chunks {
+        for (narrow, wide, coop, rows) in &self.chunks {
             let groups = u64::from(rows.div_ceil(WIDE_ROWS)) * u64::from(wide_z);
-            let ((bound, (gx, gy)), tokens) = match wide {
-                Some(call) if self.wide_from > 0 && groups >= u64::from(self.wide_from) => {
+            let ((bound, (gx, gy)), tokens) = match (coop, wide) {
+                (Some(call), _) => (call, COOP_TOKENS),
+                (None, Some(call)) if self.wide_from > 0 && groups >= u64::from(self.wide_from) => {
                     (call, WIDE_TOKENS)
                 }
                 _ => (narrow, TOKENS_PER_WORKGROUP),

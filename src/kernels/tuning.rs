@@ -68,6 +68,9 @@ pub struct KernelTuning {
     /// always. Default:
     /// [`crate::kernels::WIDE_FROM_GROUPS`].
     pub matmul_wide_from: Option<u32>,
+    /// Whether prefill matrix products run on cooperative matrices where the device has them
+    /// (`matmul_coop.wgsl`; 0: never, 1: where available). Default: never (being measured).
+    pub matmul_coop: Option<u32>,
     /// Prefill batches of at least this many tokens use the tiled attention kernel
     /// (`attention_tiled.wgsl`); 0 never. Default: [`crate::kernels::TILED_FROM_TOKENS`] (64 for
     /// tiles of 256 invocations).
@@ -87,7 +90,7 @@ struct Parameter {
     field: fn(&mut KernelTuning) -> &mut Option<u32>,
 }
 
-const PARAMETERS: [Parameter; 19] = [
+const PARAMETERS: [Parameter; 20] = [
     Parameter {
         name: "o-split",
         var: "FUSELM_O_SPLIT",
@@ -189,6 +192,12 @@ const PARAMETERS: [Parameter; 19] = [
         var: "FUSELM_MATMUL_WIDE_FROM",
         ok: |_| true,
         field: |t| &mut t.matmul_wide_from,
+    },
+    Parameter {
+        name: "matmul-coop",
+        var: "FUSELM_MATMUL_COOP",
+        ok: |v| v <= 1,
+        field: |t| &mut t.matmul_coop,
     },
     Parameter {
         name: "attention-tiled-from",

@@ -55,6 +55,17 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
     let strategy = Strategy::parse(&args.strategy)?;
     let adapter = fuselm::probe::probe(&fuselm::probe::ProbeOptions::default()).await?;
     let ctx = GpuContext::with_options(args.tune.context_options()?).await?;
+    // Whether the matrix products ran on cooperative matrices (matmul_coop.wgsl; quantized and
+    // F16 weights) or on the SIMT tiles.
+    let coop = ctx.coop_matrix_f16() && ctx.tuning().matmul_coop == Some(1);
+    eprintln!(
+        "prefill matrix products: {}",
+        if coop {
+            "cooperative matrices"
+        } else {
+            "SIMT tiles"
+        }
+    );
     let load = LoadOptions {
         n_ctx: Some(longest + 8),
         max_batch: Some(args.max_batch.unwrap_or(longest)),
@@ -109,6 +120,7 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
         "model": args.model.file_name().map(|n| n.to_string_lossy().into_owned()),
         "maxBatch": model.gpu().max_batch(),
         "kvF16": args.kv_f16,
+        "coopMatrix": coop,
         "rows": rows,
     });
     let text = serde_json::to_string_pretty(&out)?;
