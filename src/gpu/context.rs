@@ -18,9 +18,10 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::MEMORY_DECORATION_COHERENT);
 
-/// Experimental features requested where the adapter has them, natively: cooperative matrices
-/// (tensor cores) for the prefill matrix product (`shaders/matmul_coop.wgsl`). Browsers have no
-/// such feature in wgpu.
+/// Experimental features requested where the adapter has them, natively, when
+/// `KernelTuning::matmul_coop` asks for the kernel that uses them: cooperative matrices (tensor
+/// cores) for the prefill matrix product (`shaders/matmul_coop.wgsl`; opt-in: slower than the
+/// SIMT tiles as built, bench/NOTES.md). Browsers have no such feature in wgpu.
 pub const NATIVE_EXPERIMENTAL_FEATURES: wgpu::Features = if cfg!(target_arch = "wasm32") {
     wgpu::Features::empty()
 } else {
@@ -181,7 +182,13 @@ impl GpuContext {
         options: ContextOptions,
     ) -> Result<Self> {
         options.tuning.check()?;
-        let features = adapter.features() & (OPTIONAL_FEATURES | NATIVE_EXPERIMENTAL_FEATURES);
+        // The experimental features only when the tuning asks for the kernel that uses them.
+        let wanted = if options.tuning.matmul_coop == Some(1) {
+            OPTIONAL_FEATURES | NATIVE_EXPERIMENTAL_FEATURES
+        } else {
+            OPTIONAL_FEATURES
+        };
+        let features = adapter.features() & wanted;
         let mut desc = wgpu::DeviceDescriptor {
             label: Some("fuselm"),
             required_features: features,
@@ -189,10 +196,11 @@ impl GpuContext {
             ..Default::default()
         };
         if features.intersects(NATIVE_EXPERIMENTAL_FEATURES) {
-            // SAFETY: wgpu requires this token for its experimental features. The one requested,
-            // cooperative matrices, is used by one kernel (shaders/matmul_coop.wgsl), compiled
-            // only where `coop_matrix_f16` finds the configuration it uses, and held to the
-            // same CPU references as the SIMT tiles on the GPU machine (bench/gpu); the
+            // SAFETY: wgpu requires this token for its experimental features. The one requested
+            // (only with `matmul_coop` 1), cooperative matrices, is used by one kernel
+            // (shaders/matmul_coop.wgsl), compiled only where `coop_matrix_f16` finds the
+            // configuration it uses, and held to the same CPU references as the SIMT tiles on
+            // the GPU machine (`bench/gpu test kernel_matmul`); the
             // SPIR-V of every other module is unchanged by the feature (Naga switches to the
             // Vulkan memory model only in a module that uses cooperative types).
             desc.experimental_features = unsafe { wgpu::ExperimentalFeatures::enabled() };

@@ -122,8 +122,9 @@ impl MatMul {
     }
 
     /// Whether products of `format` run on cooperative matrices: the device has them
-    /// ([`GpuContext::coop_matrix_f16`]), the tuning asks for them (opt-in until measured
-    /// faster than the SIMT tiles), and the format is not F32 or BF16 (kept on the SIMT tiles).
+    /// ([`GpuContext::coop_matrix_f16`]), the tuning asks for them (opt-in: 3.6x slower than
+    /// the SIMT tiles as built on an H200, bench/NOTES.md "Tensor cores for prefill"), and the
+    /// format is not F32 or BF16 (kept on the SIMT tiles).
     fn coop_for(ctx: &GpuContext, format: WeightFormat) -> bool {
         ctx.tuning().matmul_coop == Some(1)
             && !matches!(format, WeightFormat::F32 | WeightFormat::BF16)

@@ -69,7 +69,9 @@ pub struct KernelTuning {
     /// [`crate::kernels::WIDE_FROM_GROUPS`].
     pub matmul_wide_from: Option<u32>,
     /// Whether prefill matrix products run on cooperative matrices where the device has them
-    /// (`matmul_coop.wgsl`; 0: never, 1: where available). Default: never (being measured).
+    /// (`matmul_coop.wgsl`; 0: never, 1: where available; 1 also makes the context request
+    /// wgpu's experimental cooperative-matrix feature). Default: never (slower than the SIMT
+    /// tiles as built: bench/NOTES.md, "Tensor cores for prefill").
     pub matmul_coop: Option<u32>,
     /// Prefill batches of at least this many tokens use the tiled attention kernel
     /// (`attention_tiled.wgsl`); 0 never. Default: [`crate::kernels::TILED_FROM_TOKENS`] (64 for
