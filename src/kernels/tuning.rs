@@ -274,6 +274,9 @@ mod tests {
         t.set("qkv-rpl", 4).expect("in range");
         assert_eq!(t.qkv_rows_per_lane, Some(4));
         assert!(t.set("no-such", 1).is_err());
-        assert_eq!(KernelTuning::names().count(), 19);
+        assert!(t.set("matmul-coop", 2).is_err(), "0 or 1");
+        t.set("matmul-coop", 1).expect("in range");
+        assert_eq!(t.matmul_coop, Some(1));
+        assert_eq!(KernelTuning::names().count(), 20);
     }
 }
