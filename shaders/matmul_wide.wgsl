@@ -24,19 +24,6 @@
 // tiles; whole workgroups past state.n_tokens return at once, and invocations whose tokens are
 // all past it skip the arithmetic.
 
-struct Params {
-    k: u32,      // values per row (input length)
-    n_rows: u32, // rows in this weight chunk
-    row0: u32,   // column in Y of this chunk's first row
-    n: u32,      // row stride of Y (all rows of the weight)
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> state: State;
-@group(0) @binding(2) var<storage, read> w: array<u32>;       // [n_rows, k] in the format's GPU layout
-@group(0) @binding(3) var<storage, read> x: array<f32>;       // [n_tokens, k]
-@group(0) @binding(4) var<storage, read_write> y: array<f32>; // [n_tokens, n]
-
 const WG: u32 = 256u;
 const ROWS: u32 = 64u;   // must match kernels::matmul::WIDE_ROWS
 const TOKENS: u32 = 64u; // must match kernels::matmul::WIDE_TOKENS

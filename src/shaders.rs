@@ -26,6 +26,8 @@ pub const WEIGHTS_BF16: &str = concat!(
 pub const EMBED: &str = include_str!("../shaders/embed.wgsl");
 pub const RMS_NORM: &str = include_str!("../shaders/rms_norm.wgsl");
 pub const MATVEC: &str = include_str!("../shaders/matvec.wgsl");
+/// Composed before each of the three prefill matrix tiles below.
+pub const MATMUL_IO: &str = include_str!("../shaders/matmul_io.wgsl");
 pub const MATMUL: &str = include_str!("../shaders/matmul.wgsl");
 pub const MATMUL_WIDE: &str = include_str!("../shaders/matmul_wide.wgsl");
 /// Composed after `enable f16; enable wgpu_cooperative_matrix;` (kernels::matmul).

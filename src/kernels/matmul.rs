@@ -85,7 +85,12 @@ impl MatMul {
         max_rows: u32,
         max_tokens: u32,
     ) -> Result<Self> {
-        let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL]);
+        let source = compose(&[
+            shaders::COMMON,
+            format.decoder(),
+            shaders::MATMUL_IO,
+            shaders::MATMUL,
+        ]);
         let slots = [
             Slot::Uniform,
             Slot::Read,
@@ -104,7 +109,12 @@ impl MatMul {
         let most =
             u64::from(max_rows.div_ceil(WIDE_ROWS)) * u64::from(max_tokens.div_ceil(WIDE_TOKENS));
         let wide = if coop.is_none() && from > 0 && most >= u64::from(from) {
-            let source = compose(&[shaders::COMMON, format.decoder(), shaders::MATMUL_WIDE]);
+            let source = compose(&[
+                shaders::COMMON,
+                format.decoder(),
+                shaders::MATMUL_IO,
+                shaders::MATMUL_WIDE,
+            ]);
             Some(Pipeline::new(ctx, "matmul_wide", &source, &slots).await?)
         } else {
             None
@@ -138,6 +148,7 @@ impl MatMul {
             COOP_ENABLES,
             shaders::COMMON,
             format.decoder(),
+            shaders::MATMUL_IO,
             shaders::MATMUL_COOP,
         ])
     }
