@@ -20,13 +20,15 @@
 // normal f16 for every value within 2^-16 of its row's or token's largest; smaller ones keep
 // hi's 11 bits, an error below 2^-27 of the largest), every f16 product is exact in f32, and
 // the omitted lo*lo term is below 2^-22 of each product: the result is the f32 product's up to
-// the order of the sums (as the 32 x 32 and 64 x 64 SIMT tiles differ from each other), for any
-// finite f32 values (a slab's power of two is chosen from its own values). Subnormal f16 values
-// are never needed, so a device that flushes them gives the same result.
+// the order of the sums (as the 32 x 32 and 64 x 64 SIMT tiles differ from each other), for
+// slabs whose largest magnitudes lie between 2^-100 and 2^64 (a slab's power of two is chosen
+// from its own values; beyond, ldexp's range ends). Subnormal f16 values are never needed, so a
+// device that flushes them gives the same result.
 //
 // Workgroup memory: W halves [ROWS][PITCH] f16 x 2 = 9 KiB, X halves [TOKENS][PITCH] f16 x 2 =
 // 18 KiB (PITCH = SLAB + 8: rows 144 bytes apart, so the 16-byte rows of a fragment load fall in
-// distinct banks), the slab's output tile [TOKENS][ROWS] f32 = 8 KiB, exponents 0.8 KiB: 36 KiB.
+// distinct banks), the slab's output tile [TOKENS][ROWS] f32 = 8 KiB, exponents 0.75 KiB:
+// 36,608 bytes (kernels::matmul::COOP_WORKGROUP_BYTES).
 //
 // Ragged shapes as matmul.wgsl: units past k, rows past n_rows and tokens past state.n_tokens
 // are stored as zeros and never written out. Grid: x/y = row tiles (folded 2D,
@@ -53,10 +55,11 @@ fn max4(v: vec4<f32>) -> f32 {
     return max(max(a.x, a.y), max(a.z, a.w));
 }
 
-// The exponent e of m = f * 2^e (f in [0.5, 1)); 0 for m = 0. Values scaled by 2^(14 - e) are
-// below 2^14 in magnitude.
+// The exponent e of m = f * 2^e (f in [0.5, 1)), at least -100 (so that 2^(14 - e) and the
+// rescale's 2^(er + et - 28) stay within ldexp's range); 0 for m = 0. Values scaled by
+// 2^(14 - e) are below 2^14 in magnitude.
 fn exponent_of(m: f32) -> i32 {
-    return frexp(m).exp;
+    return max(frexp(m).exp, -100);
 }
 
 // v * 2^(14 - e) as two f16 halves: hi keeps the scaled value's sign, exponent and top 10

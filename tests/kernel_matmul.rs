@@ -276,7 +276,8 @@ async fn matmul_tile_edges() {
 gpu_test!(matmul_tile_edges_match_reference, matmul_tile_edges);
 
 /// The same edges through matmul_coop.wgsl where the device has cooperative matrices (the GPU
-/// machine: `bench/gpu test kernel_matmul`); elsewhere the SIMT tiles again.
+/// machine: `bench/gpu test kernel_matmul`); elsewhere only the wiring (asked for, the tile is
+/// used exactly where the device has it, never for F32 weights).
 #[cfg(not(target_arch = "wasm32"))]
 async fn matmul_coop_tile_edges() {
     let mut options = fuselm::gpu::ContextOptions::default();

@@ -385,8 +385,8 @@ async fn gpu_forward_matches_cpu_reference(index: usize) {
         // Seeded sampling across strategies: the sampler sees only logits, so the first model
         // checks it natively (the wide one's two runs were 110 of its 300 s on lavapipe). In the
         // browser the SDK's suite holds the megakernel's seeded ids to unfused's (Tint's build of
-        // the sampler), and the generate page fused's and unfused's to the native CLI's: here its
-        // three runs were ~35 of this test's ~105 s on SwiftShader (2026-11-29).
+        // the sampler), and the generate page fused's and unfused's to the native CLI's: without
+        // its three runs here this test went from ~100 to 84 s on SwiftShader (2026-11-29).
         let mut sampled = vec![(Strategy::Unfused, 1), (Strategy::Fused, 7)];
         if index != 0 || browser {
             sampled.clear();

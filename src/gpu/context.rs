@@ -198,11 +198,15 @@ impl GpuContext {
         if features.intersects(NATIVE_EXPERIMENTAL_FEATURES) {
             // SAFETY: wgpu requires this token for its experimental features. The one requested
             // (only with `matmul_coop` 1), cooperative matrices, is used by one kernel
-            // (shaders/matmul_coop.wgsl), compiled only where `coop_matrix_f16` finds the
-            // configuration it uses, and held to the same CPU references as the SIMT tiles on
-            // the GPU machine (`bench/gpu test kernel_matmul`); the
-            // SPIR-V of every other module is unchanged by the feature (Naga switches to the
-            // Vulkan memory model only in a module that uses cooperative types).
+            // (shaders/matmul_coop.wgsl), compiled only where `coop_matrix_f16` and
+            // `kernels::matmul` find the configuration and workgroup memory it uses, and held
+            // to the same CPU references as the SIMT tiles on the GPU machine (`bench/gpu test
+            // kernel_matmul`). The SPIR-V of every other module is unchanged by the feature
+            // (Naga switches to the Vulkan memory model only in a module that uses cooperative
+            // types). Not guaranteed, and why the tile stays opt-in: in that module Naga 30's
+            // workgroup barriers carry no MakeAvailable/MakeVisible semantics and its
+            // workgroup accesses are not NonPrivate, so under the Vulkan memory model the
+            // barriers formally order nothing; the H200's driver gives the exact results.
             desc.experimental_features = unsafe { wgpu::ExperimentalFeatures::enabled() };
         }
         // In a browser wgpu cannot ask for `subgroups` (web/sys/subgroups.rs says why).
@@ -390,10 +394,11 @@ impl GpuContext {
             && self.info.subgroup_max_size == 32
     }
 
-    /// Whether the prefill matrix product may run on cooperative matrices
-    /// (`shaders/matmul_coop.wgsl`): the device has them with 16 x 16 x 16 f16 inputs and an
-    /// f32 accumulator, shader-f16, subgroups exactly 32 wide (the kernel's four subgroups of a
-    /// workgroup of 128) and 32 KiB of workgroup memory. Natively only (wgpu has no
+    /// Whether the device has what the cooperative-matrix prefill tile needs
+    /// (`shaders/matmul_coop.wgsl`; its workgroup memory is checked by `kernels::matmul`):
+    /// cooperative matrices with 16 x 16 x 16 f16 inputs and an f32 accumulator, shader-f16,
+    /// and subgroups exactly 32 wide ([`GpuContext::subgroups32`]: the kernel's four subgroups
+    /// of a workgroup of 128 share rows and tokens by shuffles). Natively only (wgpu has no
     /// cooperative matrices in browsers).
     pub fn coop_matrix_f16(&self) -> bool {
         #[cfg(target_arch = "wasm32")]
@@ -404,10 +409,7 @@ impl GpuContext {
         {
             use wgpu::{CooperativeScalarType as T, Features as F};
             self.has(F::EXPERIMENTAL_COOPERATIVE_MATRIX | F::SHADER_F16)
-                && self.shared.subgroups
-                && self.info.subgroup_min_size == 32
-                && self.info.subgroup_max_size == 32
-                && self.device.limits().max_compute_workgroup_storage_size >= 32 << 10
+                && self.subgroups32()
                 && self
                     .adapter
                     .cooperative_matrix_properties()

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::shaders;
 
-/// Mirrors `Params` in `shaders/matmul.wgsl`.
+/// Mirrors `Params` in `shaders/matmul_io.wgsl`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct MatMulParams {
@@ -29,6 +29,9 @@ pub const WIDE_ROWS: u32 = 64;
 /// Weight rows and tokens per workgroup tile in matmul_coop.wgsl (`ROWS`, `TOKENS`).
 pub const COOP_ROWS: u32 = 32;
 pub const COOP_TOKENS: u32 = 64;
+/// Workgroup memory of matmul_coop.wgsl: its W and X halves, the slab's output tile and the
+/// exponents (2 x 2 x 4,608 + 2 x 2 x 2,304 + 4 x 2,048 + 4 x 192 bytes).
+pub const COOP_WORKGROUP_BYTES: u32 = 36_608;
 /// The directives matmul_coop.wgsl needs, first in its module.
 const COOP_ENABLES: &str = "enable f16;\nenable wgpu_cooperative_matrix;";
 /// A weight chunk's product uses matmul_wide.wgsl where its 64 x 64 tiles number at least this
@@ -132,13 +135,15 @@ impl MatMul {
     }
 
     /// Whether products of `format` run on cooperative matrices: the device has them
-    /// ([`GpuContext::coop_matrix_f16`]), the tuning asks for them (opt-in: 3.6x slower than
-    /// the SIMT tiles as built on an H200, bench/NOTES.md "Tensor cores for prefill"), and the
-    /// format is not F32 or BF16 (kept on the SIMT tiles).
+    /// ([`GpuContext::coop_matrix_f16`]) with [`COOP_WORKGROUP_BYTES`] of workgroup memory,
+    /// the tuning asks for them (opt-in: SmolLM2's prefill 2.5–2.8x slower than on the SIMT
+    /// tiles as built, on an H200: bench/NOTES.md "Tensor cores for prefill"), and the format
+    /// is not F32 or BF16 (kept on the SIMT tiles).
     fn coop_for(ctx: &GpuContext, format: WeightFormat) -> bool {
         ctx.tuning().matmul_coop == Some(1)
             && !matches!(format, WeightFormat::F32 | WeightFormat::BF16)
             && ctx.coop_matrix_f16()
+            && ctx.device.limits().max_compute_workgroup_storage_size >= COOP_WORKGROUP_BYTES
     }
 
     /// The cooperative-matrix tile's WGSL for weights of `format` (tests/loop_proof.rs proves

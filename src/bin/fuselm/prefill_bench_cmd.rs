@@ -55,8 +55,9 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
     let strategy = Strategy::parse(&args.strategy)?;
     let adapter = fuselm::probe::probe(&fuselm::probe::ProbeOptions::default()).await?;
     let ctx = GpuContext::with_options(args.tune.context_options()?).await?;
-    // Whether the matrix products ran on cooperative matrices (matmul_coop.wgsl; quantized and
-    // F16 weights) or on the SIMT tiles.
+    // Whether the tile on cooperative matrices was asked for and the device has it
+    // (matmul_coop.wgsl: then quantized and F16 weights use it; F32 and BF16 stay on the SIMT
+    // tiles).
     let coop = ctx.coop_matrix_f16() && ctx.tuning().matmul_coop == Some(1);
     eprintln!(
         "prefill matrix products: {}",
