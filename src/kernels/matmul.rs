@@ -134,16 +134,20 @@ impl MatMul {
         self.format
     }
 
-    /// Whether products of `format` run on cooperative matrices: the device has them
-    /// ([`GpuContext::coop_matrix_f16`]) with [`COOP_WORKGROUP_BYTES`] of workgroup memory,
-    /// the tuning asks for them (opt-in: SmolLM2's prefill 2.5–2.8x slower than on the SIMT
-    /// tiles as built, on an H200: bench/NOTES.md "Tensor cores for prefill"), and the format
-    /// is not F32 or BF16 (kept on the SIMT tiles).
-    fn coop_for(ctx: &GpuContext, format: WeightFormat) -> bool {
+    /// Whether `ctx`'s products run on cooperative matrices (where their format allows): the
+    /// tuning asks for them (opt-in: SmolLM2's prefill 2.5–2.8x slower than on the SIMT tiles
+    /// as built, on an H200: bench/NOTES.md "Tensor cores for prefill") and the device has them
+    /// ([`GpuContext::coop_matrix_f16`]) with [`COOP_WORKGROUP_BYTES`] of workgroup memory.
+    pub fn coop_enabled(ctx: &GpuContext) -> bool {
         ctx.tuning().matmul_coop == Some(1)
-            && !matches!(format, WeightFormat::F32 | WeightFormat::BF16)
             && ctx.coop_matrix_f16()
             && ctx.device.limits().max_compute_workgroup_storage_size >= COOP_WORKGROUP_BYTES
+    }
+
+    /// [`MatMul::coop_enabled`] for weights of `format`: not F32 or BF16 (kept on the SIMT
+    /// tiles).
+    fn coop_for(ctx: &GpuContext, format: WeightFormat) -> bool {
+        !matches!(format, WeightFormat::F32 | WeightFormat::BF16) && Self::coop_enabled(ctx)
     }
 
     /// The cooperative-matrix tile's WGSL for weights of `format` (tests/loop_proof.rs proves

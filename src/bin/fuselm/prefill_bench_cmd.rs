@@ -58,7 +58,7 @@ async fn run_async(args: PrefillBenchArgs) -> Result<(), Box<dyn Error>> {
     // Whether the tile on cooperative matrices was asked for and the device has it
     // (matmul_coop.wgsl: then quantized and F16 weights use it; F32 and BF16 stay on the SIMT
     // tiles).
-    let coop = ctx.coop_matrix_f16() && ctx.tuning().matmul_coop == Some(1);
+    let coop = fuselm::kernels::MatMul::coop_enabled(&ctx);
     eprintln!(
         "prefill matrix products: {}",
         if coop {
